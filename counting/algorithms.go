@@ -328,7 +328,7 @@ func (t *Table) gcraResult(tat, now int64) Result {
 
 func (t *Table) gcraRetry(tat, now int64, n float64) time.Duration {
 	if n > t.requests {
-		return retryAfter(float64(tat-now)) // never conforms; until reset
+		return retryAfter(float64(tat - now)) // never conforms; until reset
 	}
 	return retryAfter(float64(tat-now) + math.Round(n*t.interval) - float64(t.period))
 }
