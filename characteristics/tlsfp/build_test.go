@@ -122,3 +122,5 @@ func plainExts(types ...uint16) []ext {
 	}
 	return out
 }
+
+func hash12s(b []byte) string { h := hash12(b); return string(h[:]) }

@@ -77,18 +77,20 @@ func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
 	a[8], a[9] = alpnChars(ch, opts.LegacyALPN)
 
 	// Original order first, then sort in place for the sorted variants.
-	bO := appendHex4List(nil, ciphers)
-	cO := appendExtSig(nil, exts, ch.SigAlgs, false)
+	var sb, sc [1024]byte
+	bO := appendHex4List(sb[:0], ciphers)
+	cO := appendExtSig(sc[:0], exts, ch.SigAlgs, false)
+	hbO, hcO := hash12(bO), hash12(cO)
+	fp.JA4RO = join3(buf[:0], a[:], bO, cO)
 
 	slices.Sort(ciphers)
 	slices.Sort(exts)
-	bS := appendHex4List(nil, ciphers)
-	cS := appendExtSig(nil, exts, ch.SigAlgs, true)
-
-	fp.JA4 = join3(buf[:0], a[:], hash12(bS), hash12(cS))
+	bS := appendHex4List(bO[:0], ciphers)
+	cS := appendExtSig(cO[:0], exts, ch.SigAlgs, true)
+	hbS, hcS := hash12(bS), hash12(cS)
 	fp.JA4R = join3(buf[:0], a[:], bS, cS)
-	fp.JA4O = join3(buf[:0], a[:], hash12(bO), hash12(cO))
-	fp.JA4RO = join3(buf[:0], a[:], bO, cO)
+	fp.JA4 = join3(buf[:0], a[:], hbS[:], hcS[:])
+	fp.JA4O = join3(buf[:0], a[:], hbO[:], hcO[:])
 	return fp
 }
 
@@ -103,7 +105,9 @@ func join3(buf, a, b, c []byte) string {
 
 func md5Pair(b []byte) (string, string) {
 	sum := md5.Sum(b)
-	return string(b), hex.EncodeToString(sum[:])
+	var h [32]byte
+	hex.Encode(h[:], sum[:])
+	return string(b), string(h[:])
 }
 
 // appendJA3 writes the JA3 string; sorted=true writes JA3N (extension types
@@ -196,13 +200,13 @@ func appendExtSig(buf []byte, exts, sigalgs []uint16, dropSNIALPN bool) []byte {
 
 // hash12 is the first 12 hex digits of SHA-256, or twelve zeros for empty
 // input.
-func hash12(b []byte) []byte {
+func hash12(b []byte) [12]byte {
+	out := [12]byte{'0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'}
 	if len(b) == 0 {
-		return []byte("000000000000")
+		return out
 	}
 	sum := sha256.Sum256(b)
-	out := make([]byte, 12)
-	hex.Encode(out, sum[:6])
+	hex.Encode(out[:], sum[:6])
 	return out
 }
 

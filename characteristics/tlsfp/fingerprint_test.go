@@ -24,7 +24,7 @@ func TestHashes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(hash12([]byte(tt.in))); got != tt.want {
+			if got := string(hash12s([]byte(tt.in))); got != tt.want {
 				t.Errorf("hash12(%q) = %s, want %s", tt.in, got, tt.want)
 			}
 		})
@@ -149,7 +149,7 @@ func helloCases() []helloCase {
 		{
 			name: "only_sni_and_alpn", transport: 't',
 			hello: spec(helloSpec{version: 0x0303, ciphers: []uint16{0x1301}, exts: []ext{sniExt("x.test"), alpnExt("http/1.1")}}),
-			want: Fingerprint{JA4: "t12d0102h1_" + string(hash12([]byte("1301"))) + "_000000000000",
+			want: Fingerprint{JA4: "t12d0102h1_" + string(hash12s([]byte("1301"))) + "_000000000000",
 				JA4R: "t12d0102h1_1301_", JA4RO: "t12d0102h1_1301_0000,0010"},
 		},
 		{
@@ -192,7 +192,7 @@ func helloCases() []helloCase {
 			name: "sslv2_compatible", transport: 't',
 			hello: func(testing.TB) []byte { return sslv2Hello() },
 			want: Fingerprint{JA3: "", JA3Hash: "", JA4R: "t10i020000_0004,002f_",
-				JA4: "t10i020000_" + string(hash12([]byte("0004,002f"))) + "_000000000000"},
+				JA4: "t10i020000_" + string(hash12s([]byte("0004,002f"))) + "_000000000000"},
 		},
 	}
 }
@@ -495,5 +495,16 @@ func TestParseReusesBuffers(t *testing.T) {
 	}
 	if ch.SNI != "example.test" || string(ch.ALPN) != "h2" {
 		t.Errorf("SNI %q ALPN %q", ch.SNI, ch.ALPN)
+	}
+}
+
+func TestComputeAllocs(t *testing.T) {
+	var ch ClientHello
+	if err := ParseClientHello(helloCases()[0].hello(t), &ch); err != nil {
+		t.Fatal(err)
+	}
+	// The nine returned strings and nothing else.
+	if allocs := testing.AllocsPerRun(100, func() { _ = Compute(&ch, 't', Options{}) }); allocs > 9 {
+		t.Errorf("Compute allocates %.1f times, want <= 9", allocs)
 	}
 }

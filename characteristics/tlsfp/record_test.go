@@ -273,7 +273,7 @@ func TestGoCryptoTLSHello(t *testing.T) {
 	// Part b from the suites crypto/tls reported, sorted by hand.
 	sorted := slices.Clone(info.CipherSuites)
 	slices.Sort(sorted)
-	if want := string(hash12(appendHex4List(nil, sorted))); fp.JA4[11:23] != want {
+	if want := string(hash12s(appendHex4List(nil, sorted))); fp.JA4[11:23] != want {
 		t.Errorf("ja4 b = %s, want %s", fp.JA4[11:23], want)
 	}
 	t.Logf("crypto/tls hello: %s %s", fp.JA4, fp.JA3Hash)
