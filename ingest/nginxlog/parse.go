@@ -1,0 +1,313 @@
+package nginxlog
+
+import (
+	"bytes"
+	"net/netip"
+	"unsafe"
+
+	"github.com/guardd/guardd/characteristics"
+)
+
+// splitBudget bounds the alternative splits tried for one line, so that a line
+// crafted to defeat the splitter costs a bounded number of scans.
+const splitBudget = 64
+
+// span is where a variable's value lies in a line.
+type span struct{ start, end int32 }
+
+// Parse resets e and fills it from line, a log line in the format f without
+// its newline. e.Source is set to characteristics.SourceNginxLog.
+//
+// Parse undoes nginx's escaping in place, inside line, and e's strings alias
+// line: they are valid while line is. It allocates nothing once e's slices
+// have grown. A line that does not fit the format gives a *FieldError.
+func (f *Format) Parse(line []byte, e *characteristics.Event) error {
+	e.Reset()
+	e.Source = characteristics.SourceNginxLog
+	if len(line) > 1<<30 {
+		return fieldError("", 0, "a line under 1 GiB", nil)
+	}
+	var buf [24]span
+	spans := buf[:]
+	if len(f.vars) > len(buf) {
+		spans = make([]span, len(f.vars))
+	}
+	if string(line[:min(len(f.lead), len(line))]) != f.lead {
+		return fieldError("", 0, "literal "+quote(f.lead)+" at the start", line)
+	}
+	budget := splitBudget
+	if !f.split(line, len(f.lead), 0, spans, &budget) {
+		// No split fits the shapes of the values. Split greedily to report the
+		// first literal that is missing, or else the value that is wrong.
+		if err := f.splitGreedy(line, spans); err != nil {
+			return err
+		}
+	}
+	var st state
+	for i := range f.vars {
+		v := &f.vars[i]
+		val := line[spans[i].start:spans[i].end]
+		if err := f.apply(v, val, int(spans[i].start), i == len(f.vars)-1, e, &st); err != nil {
+			return err
+		}
+	}
+	st.finish(e)
+	return nil
+}
+
+// split finds the spans of variables i and after, the value of variable i
+// starting at pos. Each value ends at the first occurrence of the literal that
+// follows it where the value fits its shape and the rest of the line splits;
+// the last value ends where the trailing literal ends the line.
+func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool {
+	v := &f.vars[i]
+	if i == len(f.vars)-1 {
+		end := len(line) - len(v.after)
+		if end < pos || string(line[end:]) != v.after {
+			return false
+		}
+		if v.shape.misfit(line[pos:end]) >= 0 {
+			return false
+		}
+		spans[i] = span{int32(pos), int32(end)}
+		return true
+	}
+	for from := pos; ; {
+		j := indexLiteral(line, from, v.after, f.escape == EscapeJSON)
+		if j < 0 {
+			return false
+		}
+		if v.shape.misfit(line[pos:j]) >= 0 {
+			// A later end would hold the same misfit byte.
+			return false
+		}
+		spans[i] = span{int32(pos), int32(j)}
+		if f.split(line, j+len(v.after), i+1, spans, budget) {
+			return true
+		}
+		*budget--
+		if *budget <= 0 {
+			return false
+		}
+		from = j + 1
+	}
+}
+
+// splitGreedy splits at the first occurrence of each literal, ignoring shapes,
+// and reports a missing literal.
+func (f *Format) splitGreedy(line []byte, spans []span) error {
+	pos := len(f.lead)
+	for i := range f.vars {
+		v := &f.vars[i]
+		if i == len(f.vars)-1 {
+			end := len(line) - len(v.after)
+			if end < pos || string(line[end:]) != v.after {
+				return fieldError(v.name, pos, "a value ended by "+quote(v.after)+" at the end of the line", line[pos:])
+			}
+			spans[i] = span{int32(pos), int32(end)}
+			break
+		}
+		j := indexLiteral(line, pos, v.after, f.escape == EscapeJSON)
+		if j < 0 {
+			return fieldError(v.name, pos, "a value ended by "+quote(v.after), line[pos:])
+		}
+		spans[i] = span{int32(pos), int32(j)}
+		pos = j + len(v.after)
+	}
+	return nil
+}
+
+// indexLiteral returns the index of the first occurrence of lit in line at or
+// after from, or -1. With json set, a '"' that a backslash escapes does not
+// start lit.
+func indexLiteral(line []byte, from int, lit string, json bool) int {
+	for from <= len(line) {
+		k := bytes.IndexByte(line[from:], lit[0])
+		if k < 0 {
+			return -1
+		}
+		j := from + k
+		if len(line)-j >= len(lit) && string(line[j:j+len(lit)]) == lit && !(json && lit[0] == '"' && escaped(line[:j])) {
+			return j
+		}
+		from = j + 1
+	}
+	return -1
+}
+
+// escaped reports whether b ends in an odd number of backslashes.
+func escaped(b []byte) bool {
+	n := 0
+	for i := len(b) - 1; i >= 0 && b[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+func quote(s string) string {
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '\'')
+	b = append(b, s...)
+	return string(append(b, '\''))
+}
+
+// str returns a string that aliases b.
+func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// state is what Parse remembers across the variables of one line.
+type state struct {
+	hostRank, bytesRank, ja3Rank uint8
+	uri                          string
+}
+
+func (st *state) finish(e *characteristics.Event) {
+	if e.Path == "" && st.uri != "" {
+		e.Path = st.uri
+	}
+}
+
+// apply unescapes val and stores it in e as v says. pos is val's offset in the
+// line, for errors.
+func (f *Format) apply(v *variable, val []byte, pos int, last bool, e *characteristics.Event, st *state) error {
+	if len(val) == 1 && val[0] == '-' {
+		if v.kind == kRequest {
+			e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: "-"})
+		}
+		return nil
+	}
+	switch v.kind {
+	case kRemoteAddr, kRemotePort, kTimeLocal, kTimeISO, kMsec, kStatus, kBytesSent, kRequestTime:
+	default:
+		switch f.escape {
+		case EscapeDefault:
+			if last && bytes.IndexByte(val, '"') >= 0 {
+				return fieldError(v.name, pos, "no raw '\"' with escape=default (a line with more fields than the format?)", val)
+			}
+			val = unescapeDefault(val)
+		case EscapeJSON:
+			if last && bytes.IndexByte(val, '"') >= 0 && !jsonQuotesEscaped(val) {
+				return fieldError(v.name, pos, "no raw '\"' with escape=json (a line with more fields than the format?)", val)
+			}
+			val = unescapeJSON(val)
+		}
+	}
+	return applyValue(v, val, pos, e, st)
+}
+
+// applyValue stores an unescaped value in e.
+func applyValue(v *variable, val []byte, pos int, e *characteristics.Event, st *state) error {
+	s := str(val)
+	switch v.kind {
+	case kVar:
+		e.Vars = append(e.Vars, characteristics.Field{Name: v.key, Value: s})
+	case kRemoteAddr:
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			if len(val) >= 5 && s[:5] == "unix:" {
+				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: s})
+				return nil
+			}
+			return fieldError(v.name, pos, "an IPv4 or IPv6 address", val)
+		}
+		e.IP = a.Unmap()
+	case kRemotePort:
+		n, ok := parseUint(val)
+		if !ok || n > 65535 {
+			return fieldError(v.name, pos, "a port number", val)
+		}
+		e.Port = uint16(n)
+	case kTimeLocal:
+		t, ok := parseTimeLocal(val)
+		if !ok {
+			return fieldError(v.name, pos, "a time like 10/Oct/2000:13:55:36 -0700", val)
+		}
+		e.Time = t
+	case kTimeISO:
+		t, ok := parseTimeISO(val)
+		if !ok {
+			return fieldError(v.name, pos, "a time like 2000-10-10T13:55:36-07:00", val)
+		}
+		e.Time = t
+	case kMsec:
+		t, ok := parseMsec(val)
+		if !ok {
+			return fieldError(v.name, pos, "seconds since the epoch like 1700000000.123", val)
+		}
+		e.Time = t
+	case kRequest:
+		if !parseRequest(s, e) {
+			e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: s})
+		}
+	case kMethod:
+		e.Method = s
+	case kRequestURI:
+		if e.Path == "" {
+			e.Path, e.Query = splitTarget(s)
+		}
+	case kURI:
+		st.uri = s
+	case kArgs:
+		if e.Query == "" {
+			e.Query = s
+		}
+	case kProtocol:
+		if e.Protocol == "" {
+			e.Protocol = s
+		}
+	case kStatus:
+		n, ok := parseUint(val)
+		if !ok || n > 999 {
+			return fieldError(v.name, pos, "an HTTP status code", val)
+		}
+		e.Status = int(n)
+	case kBytesSent:
+		n, ok := parseUint(val)
+		if !ok || n > 1<<62 {
+			return fieldError(v.name, pos, "a byte count", val)
+		}
+		if v.rank >= st.bytesRank {
+			e.BytesSent = int64(n)
+			st.bytesRank = v.rank
+		}
+	case kRequestTime:
+		x, ok := parseSeconds(val)
+		if !ok {
+			return fieldError(v.name, pos, "seconds like 0.123", val)
+		}
+		e.RequestTime = x
+	case kHost:
+		if v.rank >= st.hostRank {
+			e.Host = s
+			st.hostRank = v.rank
+		}
+	case kHeader:
+		e.Headers = append(e.Headers, characteristics.Field{Name: v.key, Value: s})
+		switch v.also {
+		case kReferer:
+			e.Referer = s
+		case kUserAgent:
+			e.UserAgent = s
+		case kHost:
+			if v.rank >= st.hostRank {
+				e.Host = s
+				st.hostRank = v.rank
+			}
+		case kCookieHeader:
+			parseCookies(s, e)
+		}
+	case kCookie:
+		e.Cookies = append(e.Cookies, characteristics.Field{Name: v.key, Value: s})
+	case kSNI:
+		e.TLS.SNI = s
+	case kALPN:
+		e.TLS.ALPN = s
+	case kJA3:
+		if v.rank >= st.ja3Rank {
+			e.TLS.JA3 = s
+			st.ja3Rank = v.rank
+		}
+	case kJA4:
+		e.TLS.JA4 = s
+	}
+	return nil
+}

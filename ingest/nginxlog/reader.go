@@ -1,0 +1,259 @@
+package nginxlog
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+)
+
+// DefaultMaxLine is the longest line a Reader returns whole by default.
+const DefaultMaxLine = 64 << 10
+
+// ReaderConfig configures a Reader. The zero value means the defaults.
+type ReaderConfig struct {
+	// MaxLine is the longest line returned whole; a longer line is returned
+	// cut to MaxLine bytes and flagged (Truncated). 0 means DefaultMaxLine.
+	MaxLine int
+}
+
+// Reader reads the lines of one log file, plain or gzip (told apart by the
+// gzip magic bytes, not by the name; concatenated gzip members are read as one
+// stream). It is not safe for concurrent use.
+type Reader struct {
+	name   string
+	closer io.Closer
+	gz     *gzip.Reader
+	src    io.Reader
+
+	buf       []byte
+	r, w      int   // buf[r:w] is read but not yet returned
+	err       error // sticky error of src, io.EOF at the end
+	max       int
+	line      int
+	truncated bool // the line last returned was cut
+	skipping  bool // discarding the rest of a cut line
+	ntrunc    int
+}
+
+// Open opens the file at path with the default configuration.
+func Open(path string) (*Reader, error) { return OpenConfig(path, ReaderConfig{}) }
+
+// OpenConfig opens the file at path.
+func OpenConfig(path string, cfg ReaderConfig) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("nginxlog: %w", err)
+	}
+	r, err := NewReader(f, path, cfg)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads lines from src, which it does not close; name is used in
+// errors. It reads the first bytes of src to tell gzip from plain text.
+func NewReader(src io.Reader, name string, cfg ReaderConfig) (*Reader, error) {
+	if cfg.MaxLine < 0 {
+		return nil, fmt.Errorf("nginxlog: MaxLine %d is negative", cfg.MaxLine)
+	}
+	limit := cfg.MaxLine
+	if limit == 0 {
+		limit = DefaultMaxLine
+	}
+	r := &Reader{name: name, max: limit, buf: make([]byte, max(256<<10, 2*limit))}
+	br := bufio.NewReaderSize(src, 64<<10)
+	magic, _ := br.Peek(2)
+	r.src = br
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("nginxlog: %s: %w", name, err)
+		}
+		r.gz, r.src = gz, gz
+	}
+	return r, nil
+}
+
+// Name returns the name the Reader was opened with.
+func (r *Reader) Name() string { return r.name }
+
+// Line returns the 1-based number of the line last returned by Next.
+func (r *Reader) Line() int { return r.line }
+
+// Truncated reports whether the line last returned was longer than MaxLine
+// and cut to it.
+func (r *Reader) Truncated() bool { return r.truncated }
+
+// TruncatedLines returns how many lines have been cut so far.
+func (r *Reader) TruncatedLines() int { return r.ntrunc }
+
+// Next returns the next line without its "\n" (or "\r\n"). The line is valid
+// until the next call, and the caller may modify it (Parse does). At the end it
+// returns io.EOF; a last line without a newline is still returned.
+func (r *Reader) Next() ([]byte, error) {
+	r.truncated = false
+	for r.skipping {
+		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
+			r.r += i + 1
+			r.skipping = false
+			break
+		}
+		r.r = r.w
+		if r.err != nil {
+			r.skipping = false
+			break
+		}
+		r.fill()
+	}
+	for {
+		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
+			line := r.buf[r.r : r.r+i]
+			r.r += i + 1
+			return r.found(line, false), nil
+		}
+		if r.w-r.r > r.max {
+			line := r.buf[r.r : r.r+r.max]
+			r.r += r.max
+			r.skipping = true
+			return r.found(line, true), nil
+		}
+		if r.err != nil {
+			if r.r < r.w {
+				line := r.buf[r.r:r.w]
+				r.r = r.w
+				return r.found(line, false), nil
+			}
+			if r.err == io.EOF {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("nginxlog: %s: after line %d: %w", r.name, r.line, r.err)
+		}
+		r.fill()
+	}
+}
+
+func (r *Reader) found(line []byte, cut bool) []byte {
+	r.line++
+	if len(line) > r.max {
+		line, cut = line[:r.max], true
+	}
+	if cut {
+		r.truncated = true
+		r.ntrunc++
+	} else if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
+}
+
+// fill moves the unread bytes to the front of buf and reads more.
+func (r *Reader) fill() {
+	if r.r > 0 {
+		r.w = copy(r.buf, r.buf[r.r:r.w])
+		r.r = 0
+	}
+	for tries := 0; r.w < len(r.buf) && tries < 100; tries++ {
+		n, err := r.src.Read(r.buf[r.w:])
+		r.w += n
+		if err != nil {
+			r.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	if r.w < len(r.buf) {
+		r.err = io.ErrNoProgress
+	}
+}
+
+// Close closes the file opened by Open; it is safe to call more than once.
+func (r *Reader) Close() error {
+	var err error
+	if r.gz != nil {
+		err = r.gz.Close()
+		r.gz = nil
+	}
+	if r.closer != nil {
+		if cerr := r.closer.Close(); err == nil {
+			err = cerr
+		}
+		r.closer = nil
+	}
+	return err
+}
+
+// Batch is a reusable block of lines that can be handed to another goroutine:
+// one byte arena holding the lines back to back, their ends and their line
+// numbers. Its lines are valid until the next ReadBatch into it.
+type Batch struct {
+	data  []byte
+	ends  []int32
+	first int
+	cut   []int32 // indices of truncated lines
+}
+
+// Len returns the number of lines in b.
+func (b *Batch) Len() int { return len(b.ends) }
+
+// Line returns line i of b. The caller may modify it in place (Parse does) but
+// not append to it.
+func (b *Batch) Line(i int) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	return b.data[start:b.ends[i]:b.ends[i]]
+}
+
+// LineNumber returns the 1-based number in its file of line i of b.
+func (b *Batch) LineNumber(i int) int { return b.first + i }
+
+// Truncated reports whether line i of b was cut to the Reader's MaxLine.
+func (b *Batch) Truncated(i int) bool {
+	for _, c := range b.cut {
+		if int(c) == i {
+			return true
+		}
+	}
+	return false
+}
+
+// Bytes returns the total size of the lines in b.
+func (b *Batch) Bytes() int { return len(b.data) }
+
+// ReadBatch replaces the contents of b with up to max next lines (at least
+// one), copied into b's arena, which is reused. It returns io.EOF, with b
+// empty, when no line is left.
+func (r *Reader) ReadBatch(b *Batch, max int) error {
+	b.data, b.ends, b.cut = b.data[:0], b.ends[:0], b.cut[:0]
+	b.first = r.line + 1
+	if max < 1 {
+		max = 1
+	}
+	for len(b.ends) < max {
+		line, err := r.Next()
+		if err != nil {
+			if err == io.EOF && len(b.ends) > 0 {
+				return nil
+			}
+			return err
+		}
+		if len(b.data)+len(line) > 1<<31-1 {
+			return fmt.Errorf("nginxlog: %s: batch over 2 GiB", r.name)
+		}
+		if r.truncated {
+			b.cut = append(b.cut, int32(len(b.ends)))
+		}
+		b.data = append(b.data, line...)
+		b.ends = append(b.ends, int32(len(b.data)))
+	}
+	return nil
+}
