@@ -1,0 +1,86 @@
+package mitigation
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestAllowlist(t *testing.T) {
+	al := Allowlist{
+		Prefixes: []netip.Prefix{
+			netip.MustParsePrefix("192.0.2.0/28"),
+			netip.MustParsePrefix("2001:db8:aa::/48"),
+			netip.MustParsePrefix("::ffff:198.51.100.0/120"), // IPv4-mapped form of 198.51.100.0/24
+			netip.MustParsePrefix("10.1.2.3/32"),
+		},
+		Values: []Pair{
+			{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"},
+			{`http.headers["x-monitor"]`, "probe-7"},
+			{"ip.src", "203.0.113.99"},
+			{"ip.src.prefix", "100.64.0.0/10"},
+		},
+	}
+	for _, tc := range []struct {
+		name string
+		s    Scope
+		want bool
+	}{
+		{"ipv4 inside", Scope{{"ip.src", "192.0.2.5"}}, true},
+		{"ipv4 edge", Scope{{"ip.src", "192.0.2.15"}}, true},
+		{"ipv4 outside", Scope{{"ip.src", "192.0.2.16"}}, false},
+		{"ipv4 host prefix", Scope{{"ip.src", "10.1.2.3"}}, true},
+		{"ipv6 inside", Scope{{"ip.src", "2001:db8:aa:1::7"}}, true},
+		{"ipv6 outside", Scope{{"ip.src", "2001:db8:ab::7"}}, false},
+		{"ipv4-mapped scope, v4 allowlist", Scope{{"ip.src", "::ffff:192.0.2.5"}}, true},
+		{"ipv4 scope, mapped allowlist", Scope{{"ip.src", "198.51.100.20"}}, true},
+		{"ipv4-mapped scope, mapped allowlist", Scope{{"ip.src", "::ffff:198.51.100.20"}}, true},
+		{"mapped outside", Scope{{"ip.src", "::ffff:198.51.101.1"}}, false},
+		{"v4 address is not its v6 twin", Scope{{"ip.src", "::c000:205"}}, false},
+		{"prefix containing allowlist", Scope{{"ip.src.prefix", "192.0.2.0/24"}}, true},
+		{"prefix containing a /32", Scope{{"ip.src.prefix", "10.1.2.0/24"}}, true},
+		{"prefix inside allowlist", Scope{{"ip.src.prefix", "2001:db8:aa:5::/64"}}, true},
+		{"prefix beside allowlist", Scope{{"ip.src.prefix", "192.0.2.16/28"}}, false},
+		{"ipv6 prefix overlapping", Scope{{"ip.src.prefix", "2001:db8::/32"}}, true},
+		{"ipv6 prefix beside", Scope{{"ip.src.prefix", "2001:db8:ab::/48"}}, false},
+		{"ip value as network", Scope{{"ip.src", "203.0.113.99"}}, true},
+		{"prefix over ip value", Scope{{"ip.src.prefix", "203.0.113.0/24"}}, true},
+		{"prefix value as network", Scope{{"ip.src", "100.100.1.1"}}, true},
+		{"ja4 exact", Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"}}, true},
+		{"ja4 other", Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_000000000000"}}, false},
+		{"header exact", Scope{{`http.headers["x-monitor"]`, "probe-7"}}, true},
+		{"header other name", Scope{{`http.headers["x-probe"]`, "probe-7"}}, false},
+		{"any pair allows", Scope{{"http.path", "/login"}, {"ip.src", "192.0.2.1"}}, true},
+		{"no pair allows", Scope{{"http.path", "/login"}, {"ip.src", "192.0.3.1"}}, false},
+		{"unparseable address", Scope{{"ip.src", "nope"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := al.Allows(tc.s); got != tc.want {
+				t.Errorf("Allows(%s) = %v, want %v", tc.s, got, tc.want)
+			}
+		})
+	}
+	if (Allowlist{}).Allows(Scope{{"ip.src", "192.0.2.1"}}) {
+		t.Error("empty allowlist allows")
+	}
+}
+
+func TestAllowlistValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		al      Allowlist
+		wantErr string
+	}{
+		{"invalid prefix", Allowlist{Prefixes: []netip.Prefix{{}}}, "allowlist prefix 1"},
+		{"unknown name", Allowlist{Values: []Pair{{"tls.ja5", "x"}}}, "allowlist value 1"},
+		{"bad address", Allowlist{Values: []Pair{{"ip.src", "x"}}}, "allowlist value 1"},
+		{"empty value", Allowlist{Values: []Pair{{"tls.ja4", ""}}}, "empty value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Config{Allowlist: tc.al}, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("New error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

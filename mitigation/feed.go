@@ -1,0 +1,68 @@
+package mitigation
+
+// change is one record of the change feed.
+type change struct {
+	seq     uint64
+	m       Mitigation
+	deleted bool // deleted, evicted or expired
+	created bool // the record that created m (its first add)
+}
+
+// feed is a ring of the latest changes, numbered by seq.
+type feed struct {
+	ring []change
+	head int    // where the next change goes
+	n    int    // changes held
+	seq  uint64 // seq of the latest change, the current cursor
+}
+
+func (f *feed) init(size int, base uint64) {
+	f.ring = make([]change, size)
+	f.seq = base
+}
+
+func (f *feed) push(c change) {
+	f.seq++
+	c.seq = f.seq
+	f.ring[f.head] = c
+	f.head = (f.head + 1) % len(f.ring)
+	if f.n < len(f.ring) {
+		f.n++
+	}
+}
+
+// at returns the change numbered seq, which must be held.
+func (f *feed) at(seq uint64) *change {
+	back := int(f.seq - seq) // 0 for the latest
+	return &f.ring[(f.head-1-back+2*len(f.ring))%len(f.ring)]
+}
+
+func (f *feed) since(since uint64) (added, deleted []Mitigation, cursor uint64, ok bool) {
+	if since > f.seq || f.seq-since > uint64(f.n) {
+		return nil, nil, f.seq, false
+	}
+	type state struct {
+		last    uint64
+		created bool
+	}
+	ids := make(map[uint64]state, f.seq-since)
+	for q := since + 1; q <= f.seq; q++ {
+		c := f.at(q)
+		st := ids[c.m.ID]
+		st.last = q
+		st.created = st.created || c.created
+		ids[c.m.ID] = st
+	}
+	for q := since + 1; q <= f.seq; q++ {
+		c := f.at(q)
+		st := ids[c.m.ID]
+		switch {
+		case st.last != q:
+		case !c.deleted:
+			added = append(added, c.m)
+		case !st.created:
+			deleted = append(deleted, c.m)
+		}
+	}
+	return added, deleted, f.seq, true
+}

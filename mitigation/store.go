@@ -1,0 +1,644 @@
+package mitigation
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ErrClosed is returned by Add after Close.
+var ErrClosed = errors.New("mitigation: store closed")
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxEntries = 1_000_000
+	DefaultHistory    = 1 << 16
+)
+
+// Mitigation is one active decision: enforce Action on requests matching Scope
+// until Expires.
+type Mitigation struct {
+	ID      uint64    // assigned by the Store, increasing, never reused by one state directory
+	Rule    string    // the rule that tripped, or the name given by an operator
+	Action  Action    //
+	Scope   Scope     // canonical (see Canonical)
+	Created time.Time // first Add
+	Expires time.Time // absolute wall-clock time
+	Origin  string    // "rule" (default), "manual" or "api"
+}
+
+// Config configures a Store. The zero value is a usable in-memory store.
+type Config struct {
+	// MaxEntries caps the number of mitigations held; 0 means
+	// DefaultMaxEntries. When full, adding a new mitigation evicts the one
+	// nearest to expiry and counts it in guardd_mitigation_evictions_total.
+	MaxEntries int
+	// StateDir holds the snapshot and journal; "" keeps state in memory only.
+	// One process at a time may use a directory (an flock on StateDir/lock).
+	StateDir string
+	// Allowlist is never mitigated.
+	Allowlist Allowlist
+	// History is how many changes Changes can replay; 0 means DefaultHistory.
+	// A consumer further behind than this resyncs with List.
+	History int
+	// Now is the wall clock, used to drop expired state at New and by Run;
+	// nil means time.Now.
+	Now func() time.Time
+}
+
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+)
+
+// shard is one read-mostly slice of the table. Readers take mu shared; the
+// single writer (holding Store.mu) takes it exclusively to publish a change.
+// Padding keeps two shards' locks off one cache line.
+type shard struct {
+	mu sync.RWMutex
+	m  map[uint64][]Mitigation // scope key -> the mitigations on that scope, one per rule
+	_  [128 - unsafe.Sizeof(sync.RWMutex{}) - unsafe.Sizeof(map[uint64][]Mitigation(nil))]byte
+}
+
+// entry is the writer's record of one mitigation.
+type entry struct {
+	m   Mitigation
+	key uint64
+	idx int // position in Store.heap
+}
+
+// Store is the table of active mitigations. Lookup may run concurrently with
+// everything else; writers (Add, Delete, Expire, ...) are serialised.
+type Store struct {
+	shards [numShards]shard
+	n      atomic.Int64
+	shapes atomic.Pointer[[][]string]
+
+	mu         sync.Mutex // serialises writers; guards the fields below
+	byID       map[uint64]*entry
+	heap       expiryHeap
+	nextID     uint64
+	feed       feed
+	shapeRefs  map[string]int
+	shapeList  [][]string
+	journal    *journal // nil without StateDir
+	journalErr bool     // an error was logged and nothing succeeded since
+	evicted    uint64
+	closed     bool
+
+	compactMu sync.Mutex // one compaction at a time
+
+	max   int
+	allow Allowlist
+	met   *metrics
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New validates cfg and restores the mitigations of cfg.StateDir that have not
+// expired, keeping their absolute expiry (so their remaining time). It starts
+// nothing: Run syncs the journal and expires entries, Close flushes. A nil reg
+// registers no metrics; a nil log discards.
+func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error) {
+	if cfg.MaxEntries < 0 {
+		return nil, fmt.Errorf("mitigation: max entries %d: must be positive (0 = %d)", cfg.MaxEntries, DefaultMaxEntries)
+	}
+	if cfg.History < 0 {
+		return nil, fmt.Errorf("mitigation: history %d: must be positive (0 = %d)", cfg.History, DefaultHistory)
+	}
+	allow, err := cfg.Allowlist.canonical()
+	if err != nil {
+		return nil, fmt.Errorf("mitigation: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	met, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("mitigation: %w", err)
+	}
+	s := &Store{
+		byID:      make(map[uint64]*entry),
+		nextID:    1,
+		shapeRefs: make(map[string]int),
+		max:       cmp.Or(cfg.MaxEntries, DefaultMaxEntries),
+		allow:     allow,
+		met:       met,
+		log:       log,
+		now:       cfg.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for i := range s.shards {
+		s.shards[i].m = make(map[uint64][]Mitigation)
+	}
+	s.shapes.Store(&s.shapeList)
+	now := s.now()
+	// Cursors start at the wall clock in nanoseconds, so a cursor kept across a
+	// restart is older than the new history and forces a resync.
+	s.feed.init(cmp.Or(cfg.History, DefaultHistory), uint64(max(now.UnixNano(), 0)))
+	if cfg.StateDir == "" {
+		return s, nil
+	}
+	j, st, err := openJournal(cfg.StateDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("mitigation: %w", err)
+	}
+	s.journal = j
+	s.nextID = max(s.nextID, st.nextID)
+	restored := slices.SortedFunc(func(yield func(Mitigation) bool) {
+		for _, m := range st.live {
+			if !yield(m) {
+				return
+			}
+		}
+	}, func(a, b Mitigation) int { return cmp.Compare(a.ID, b.ID) })
+	dropped := 0
+	s.mu.Lock()
+	for _, m := range restored {
+		if !m.Expires.After(now) || s.allow.Allows(m.Scope) {
+			dropped++
+			continue
+		}
+		s.restoreLocked(m)
+	}
+	s.mu.Unlock()
+	if err := s.compact(false); err != nil {
+		j.close()
+		return nil, fmt.Errorf("mitigation: %w", err)
+	}
+	log.Info("mitigation state restored", "dir", cfg.StateDir, "active", s.Len(), "dropped", dropped)
+	return s, nil
+}
+
+// restoreLocked inserts a mitigation read from the state files, keeping its ID.
+// Nothing is journaled or fed: it is already on disk and predates every cursor.
+func (s *Store) restoreLocked(m Mitigation) {
+	key := m.Scope.Key()
+	if e := s.findLocked(key, m.Scope, m.Rule); e != nil {
+		if m.Expires.After(e.m.Expires) {
+			e.m.Expires = m.Expires
+			heap.Fix(&s.heap, e.idx)
+			s.publishLocked(e)
+		}
+		return
+	}
+	for len(s.byID) >= s.max {
+		s.evictLocked()
+	}
+	s.insertLocked(&entry{m: m, key: key})
+	s.nextID = max(s.nextID, m.ID+1)
+}
+
+// Add records m, or extends the mitigation of the same scope and rule: the
+// later expiry wins and the action is replaced by m's. It returns the stored
+// mitigation and true, or false with a nil error when the allowlist covers the
+// scope. The scope is canonicalised and copied (its strings may alias an
+// event's buffers). Created defaults to now and Origin to "rule"; Expires must
+// be after now. A failure to persist is logged and counted, and the
+// mitigation is held in memory all the same: enforcing matters more than
+// surviving a restart.
+func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
+	m, err := s.prepare(m, now)
+	if err != nil {
+		return Mitigation{}, false, fmt.Errorf("mitigation: add: %w", err)
+	}
+	if s.allow.Allows(m.Scope) {
+		s.met.allowlisted.Inc()
+		return Mitigation{}, false, nil
+	}
+	key := m.Scope.Key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Mitigation{}, false, ErrClosed
+	}
+	s.expireLocked(now)
+	if e := s.findLocked(key, m.Scope, m.Rule); e != nil {
+		if !m.Expires.After(e.m.Expires) && m.Action == e.m.Action {
+			return e.m, true, nil
+		}
+		if m.Action != e.m.Action {
+			s.met.active[e.m.Action].Dec()
+			s.met.active[m.Action].Inc()
+			e.m.Action = m.Action
+		}
+		if m.Expires.After(e.m.Expires) {
+			e.m.Expires = m.Expires
+			heap.Fix(&s.heap, e.idx)
+		}
+		s.publishLocked(e)
+		s.persistLocked(record{Op: opAdd, m: e.m})
+		s.feed.push(change{m: e.m})
+		return e.m, true, nil
+	}
+	for len(s.byID) >= s.max {
+		s.evictLocked()
+	}
+	m.ID = s.nextID
+	s.nextID++
+	s.insertLocked(&entry{m: m, key: key})
+	s.met.added[m.Action].Inc()
+	s.persistLocked(record{Op: opAdd, m: m})
+	s.feed.push(change{m: m, created: true})
+	return m, true, nil
+}
+
+func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
+	if !m.Action.Valid() {
+		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), acceptedActions())
+	}
+	if m.Origin == "" {
+		m.Origin = "rule"
+	}
+	if m.Rule == "" && m.Origin == "rule" {
+		return m, errors.New("no rule name")
+	}
+	if m.Expires.IsZero() || !m.Expires.After(now) {
+		return m, fmt.Errorf("scope %s: expiry %s is not after now (%s)", m.Scope, m.Expires.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if m.Expires.Year() > 9999 {
+		return m, fmt.Errorf("scope %s: expiry %s is past year 9999", m.Scope, m.Expires)
+	}
+	sc, err := Canonical(m.Scope)
+	if err != nil {
+		return m, err
+	}
+	m.Scope = sc
+	m.Rule = strings.Clone(m.Rule)
+	m.Origin = strings.Clone(m.Origin)
+	if m.Created.IsZero() {
+		m.Created = now
+	}
+	// Wall clock only, in UTC: expiry is absolute and must survive a restart.
+	m.Created = m.Created.Round(0).UTC()
+	m.Expires = m.Expires.Round(0).UTC()
+	m.ID = 0
+	return m, nil
+}
+
+// Lookup returns the mitigation on the scope whose Key is key, unexpired at
+// now. When several rules mitigate one scope, the strongest action wins (log <
+// rate_limit < shadowban < block < firewall), then the later expiry. It does
+// not allocate and runs concurrently with writers.
+//
+// A key is a 64-bit hash: two different scopes with one key (odds about
+// n/2^64 per lookup for n entries) would share their mitigations. Callers that
+// hold the scope can confirm with Scope.Equal.
+func (s *Store) Lookup(key uint64, now time.Time) (Mitigation, bool) {
+	sh := &s.shards[key>>(64-shardBits)]
+	sh.mu.RLock()
+	ms := sh.m[key]
+	best := -1
+	for i := range ms {
+		if ms[i].Expires.After(now) && (best < 0 || stronger(&ms[i], &ms[best])) {
+			best = i
+		}
+	}
+	var m Mitigation
+	if best >= 0 {
+		m = ms[best]
+	}
+	sh.mu.RUnlock()
+	return m, best >= 0
+}
+
+func stronger(a, b *Mitigation) bool {
+	if ra, rb := actionRank[a.Action], actionRank[b.Action]; ra != rb {
+		return ra > rb
+	}
+	return a.Expires.After(b.Expires)
+}
+
+// Delete removes the mitigation with the given ID, reporting whether it was
+// held.
+func (s *Store) Delete(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	if !ok {
+		return false
+	}
+	s.removeLocked(e)
+	s.persistLocked(record{Op: opDel, m: Mitigation{ID: id}})
+	return true
+}
+
+// Expire removes the mitigations whose expiry is not after now and returns how
+// many. Lookup already ignores them; Expire frees them and feeds their deletion
+// to Changes. Run calls it every 100 ms.
+func (s *Store) Expire(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expireLocked(now)
+}
+
+func (s *Store) expireLocked(now time.Time) int {
+	n := 0
+	for len(s.heap) > 0 && !s.heap[0].m.Expires.After(now) {
+		// Not journaled: a restart drops it by its expiry anyway.
+		s.removeLocked(s.heap[0])
+		n++
+	}
+	return n
+}
+
+func (s *Store) evictLocked() {
+	e := s.heap[0]
+	s.removeLocked(e)
+	s.persistLocked(record{Op: opDel, m: Mitigation{ID: e.m.ID}})
+	s.met.evictions.Inc()
+	s.evicted++
+	if s.evicted&(s.evicted-1) == 0 { // 1, 2, 4, 8 ...: visible without flooding
+		s.log.Warn("mitigation table full, evicting the mitigation nearest to expiry",
+			"max_entries", s.max, "evicted_total", s.evicted, "rule", e.m.Rule, "expires", e.m.Expires)
+	}
+}
+
+// List returns the mitigations unexpired at now, by increasing ID.
+func (s *Store) List(now time.Time) []Mitigation {
+	l, _ := s.Snapshot(now)
+	return l
+}
+
+// Snapshot returns what List returns and the Changes cursor at that instant,
+// so a consumer can start a feed without missing or replaying anything.
+func (s *Store) Snapshot(now time.Time) ([]Mitigation, uint64) {
+	s.mu.Lock()
+	out := make([]Mitigation, 0, len(s.byID))
+	for _, e := range s.byID {
+		if e.m.Expires.After(now) {
+			out = append(out, e.m)
+		}
+	}
+	cursor := s.feed.seq
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b Mitigation) int { return cmp.Compare(a.ID, b.ID) })
+	return out, cursor
+}
+
+// Len returns the number of mitigations held, including expired ones that
+// Expire has not removed yet.
+func (s *Store) Len() int { return int(s.n.Load()) }
+
+// Changes returns what changed after cursor since: added holds mitigations
+// created or modified (extended expiry, new action), in their latest form;
+// deleted holds those deleted, evicted or expired. Apply added as upserts by ID
+// and deleted as removals by ID to a state synced at since, and you have the
+// state at cursor. A mitigation both created and removed after since appears in
+// neither list. ok is false when since is older than the retained history or
+// not a cursor of this process (cursors do not survive a restart): then call
+// Snapshot (or List) and continue from its cursor.
+func (s *Store) Changes(since uint64) (added, deleted []Mitigation, cursor uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.feed.since(since)
+}
+
+// Shapes returns the distinct name lists of the scopes held, e.g.
+// [[ip.src] [http.cookies["session"] http.path]]: the keys an enforcement
+// point must compute for a request. The result is shared and must not be
+// modified; it is replaced, not changed, when the set of shapes changes. It
+// does not allocate.
+func (s *Store) Shapes() [][]string { return *s.shapes.Load() }
+
+// findLocked returns the entry for (scope, rule), or nil.
+func (s *Store) findLocked(key uint64, sc Scope, rule string) *entry {
+	for _, m := range s.shards[key>>(64-shardBits)].m[key] {
+		if m.Rule == rule && m.Scope.Equal(sc) {
+			return s.byID[m.ID]
+		}
+	}
+	return nil
+}
+
+func (s *Store) insertLocked(e *entry) {
+	s.byID[e.m.ID] = e
+	heap.Push(&s.heap, e)
+	sh := &s.shards[e.key>>(64-shardBits)]
+	sh.mu.Lock()
+	sh.m[e.key] = append(sh.m[e.key], e.m)
+	sh.mu.Unlock()
+	s.n.Add(1)
+	s.met.active[e.m.Action].Inc()
+	s.shapeRefLocked(e.m.Scope, +1)
+}
+
+// publishLocked copies e.m into the shard readers see.
+func (s *Store) publishLocked(e *entry) {
+	sh := &s.shards[e.key>>(64-shardBits)]
+	sh.mu.Lock()
+	ms := sh.m[e.key]
+	for i := range ms {
+		if ms[i].ID == e.m.ID {
+			ms[i] = e.m
+		}
+	}
+	sh.mu.Unlock()
+}
+
+// removeLocked drops e from every index and feeds its deletion.
+func (s *Store) removeLocked(e *entry) {
+	heap.Remove(&s.heap, e.idx)
+	delete(s.byID, e.m.ID)
+	sh := &s.shards[e.key>>(64-shardBits)]
+	sh.mu.Lock()
+	ms := sh.m[e.key]
+	if i := slices.IndexFunc(ms, func(m Mitigation) bool { return m.ID == e.m.ID }); i >= 0 {
+		ms = slices.Delete(ms, i, i+1) // zeroes the freed slot
+	}
+	if len(ms) == 0 {
+		delete(sh.m, e.key)
+	} else {
+		sh.m[e.key] = ms
+	}
+	sh.mu.Unlock()
+	s.n.Add(-1)
+	s.met.active[e.m.Action].Dec()
+	s.shapeRefLocked(e.m.Scope, -1)
+	s.feed.push(change{m: e.m, deleted: true})
+}
+
+func (s *Store) shapeRefLocked(sc Scope, d int) {
+	names := sc.Names()
+	k := strings.Join(names, "\x00")
+	n := s.shapeRefs[k] + d
+	switch {
+	case n > 0:
+		s.shapeRefs[k] = n
+		if n > 1 || d < 0 {
+			return
+		}
+	default:
+		delete(s.shapeRefs, k)
+	}
+	// The set changed: publish a new list, leaving the old one to its readers.
+	list := make([][]string, 0, len(s.shapeRefs))
+	for k := range s.shapeRefs {
+		list = append(list, strings.Split(k, "\x00"))
+	}
+	slices.SortFunc(list, func(a, b []string) int { return slices.Compare(a, b) })
+	s.shapes.Store(&list)
+}
+
+// persistLocked appends r to the journal; a failure is logged once until the
+// next success and counted.
+func (s *Store) persistLocked(r record) {
+	if s.journal == nil || s.closed {
+		return
+	}
+	if err := s.journal.append(r); err != nil {
+		s.met.journalErrors.Inc()
+		if !s.journalErr {
+			s.log.Error("mitigation journal write failed; mitigations stay enforced but may not survive a restart", "err", err)
+			s.journalErr = true
+		}
+		return
+	}
+	s.journalErr = false
+}
+
+// Sync makes the journal durable (fsync). Run calls it every 100 ms; writes
+// reach the kernel at once, so a crashed process loses nothing, and a power
+// loss at most the last interval.
+func (s *Store) Sync() error {
+	s.mu.Lock()
+	var f *os.File
+	if j := s.journal; j != nil && j.dirty {
+		f, j.dirty = j.f, false
+	}
+	s.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	// A rotation may close f meanwhile; it syncs before closing.
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		s.met.journalErrors.Inc()
+		s.mu.Lock()
+		s.journal.dirty = true
+		s.mu.Unlock()
+		return fmt.Errorf("mitigation: journal sync: %w", err)
+	}
+	return nil
+}
+
+// Run expires mitigations and syncs the journal every 100 ms, and compacts
+// the journal into a snapshot when it has grown past twice the live entries
+// (and at least 4096 records). It returns nil when ctx ends; call Close after.
+func (s *Store) Run(ctx context.Context) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		s.Expire(s.now())
+		if err := s.Sync(); err != nil {
+			s.log.Error("mitigation journal sync failed", "err", err)
+		}
+		if s.needCompact() {
+			if err := s.compact(false); err != nil {
+				s.met.journalErrors.Inc()
+				s.log.Error("mitigation journal compaction failed", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Store) needCompact() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.journal != nil && !s.closed && s.journal.records >= max(4096, 2*len(s.byID))
+}
+
+// compact writes a snapshot of the live state and drops the journals it
+// covers. The state is copied and the journal rotated under the lock; the
+// snapshot is written outside it, so Add waits only for the copy.
+func (s *Store) compact(final bool) error {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	s.mu.Lock()
+	if s.journal == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	live := make([]Mitigation, 0, len(s.byID))
+	for _, e := range s.byID {
+		live = append(live, e.m)
+	}
+	nextID := s.nextID
+	j := s.journal
+	upto, err := j.rotate(!final)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(live, func(a, b Mitigation) int { return cmp.Compare(a.ID, b.ID) })
+	return j.writeSnapshot(live, nextID, upto)
+}
+
+// Close writes a final snapshot and releases the state directory. Later calls
+// to Add return ErrClosed; Lookup keeps answering from memory. Close is safe
+// to repeat.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	err := s.compact(true)
+	if cerr := s.journal.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("mitigation: close: %w", err)
+	}
+	return nil
+}
+
+// expiryHeap is a min-heap of entries by expiry, then ID.
+type expiryHeap []*entry
+
+func (h expiryHeap) Len() int { return len(h) }
+func (h expiryHeap) Less(i, j int) bool {
+	if !h[i].m.Expires.Equal(h[j].m.Expires) {
+		return h[i].m.Expires.Before(h[j].m.Expires)
+	}
+	return h[i].m.ID < h[j].m.ID
+}
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *expiryHeap) Push(x any) {
+	e := x.(*entry)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
