@@ -1,0 +1,249 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/guardd/guardd/characteristics"
+)
+
+// ruleEval is how one rule is evaluated: native predicates where they
+// compiled, prepared OPA queries otherwise.
+type ruleEval struct {
+	rule               *Rule
+	count, mitigate    *predicate // nil: evaluate through OPA
+	countQ, mitigateQ  *rego.PreparedEvalQuery
+	fallbacks          prometheus.Counter
+	timeouts, failures prometheus.Counter
+}
+
+// Set is an immutable set of loaded rules. Its methods are safe for
+// concurrent use.
+type Set struct {
+	rules   []*Rule
+	evals   []*ruleEval
+	log     *slog.Logger
+	timeout time.Duration
+	metrics *metrics
+	lastLog atomic.Int64 // unix nanoseconds of the last evaluation error logged
+	now     func() time.Time
+}
+
+type metrics struct {
+	fallbacks *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "guardd_rules_fallback_evaluations_total",
+			Help: "Evaluations of a rule expression by OPA because it did not compile to a native predicate.",
+		}, []string{"rule"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "guardd_rules_evaluation_errors_total",
+			Help: "OPA evaluations of a rule that failed (reason error) or ran out of time (reason timeout); each counted as false.",
+		}, []string{"rule", "reason"}),
+	}
+	if reg != nil {
+		m.fallbacks = register(reg, m.fallbacks)
+		m.errors = register(reg, m.errors)
+	}
+	return m
+}
+
+// register registers c, or returns the collector already registered under
+// its name, so that reloading rules keeps one series per rule.
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return prev
+			}
+		}
+	}
+	return c
+}
+
+func newSet(c *ast.Compiler, evals []*ruleEval, opts Options) (*Set, error) {
+	s := &Set{
+		log:     opts.Logger,
+		timeout: opts.EvalTimeout,
+		metrics: newMetrics(opts.Registerer),
+		now:     time.Now,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.timeout <= 0 {
+		s.timeout = defaultEvalTimeout
+	}
+	for _, re := range evals {
+		s.add(re)
+	}
+	return s, nil
+}
+
+func (s *Set) add(re *ruleEval) {
+	n := re.rule.Name
+	re.fallbacks = s.metrics.fallbacks.WithLabelValues(n)
+	re.timeouts = s.metrics.errors.WithLabelValues(n, "timeout")
+	re.failures = s.metrics.errors.WithLabelValues(n, "error")
+	s.rules = append(s.rules, re.rule)
+	s.evals = append(s.evals, re)
+}
+
+// Rules returns the rules of s in evaluation order; index i of the slice is
+// the i of Matches.Count and Matches.Mitigate. The caller must not modify them.
+func (s *Set) Rules() []*Rule { return s.rules }
+
+// Merge returns a set holding the rules of all sets, in order. Two rules with
+// the same name are an error. The merged set logs and counts through the
+// options of the first set. Scratch buffers are shared safely: a predicate
+// uses its buffers only while it is being evaluated.
+func Merge(sets ...*Set) (*Set, error) {
+	var out *Set
+	seen := map[string]*Rule{}
+	for _, s := range sets {
+		if s == nil {
+			continue
+		}
+		if out == nil {
+			out = &Set{log: s.log, timeout: s.timeout, metrics: s.metrics, now: s.now}
+		}
+		for _, re := range s.evals {
+			if prev, dup := seen[re.rule.Name]; dup {
+				return nil, fmt.Errorf("rules: merge: rule %s at %s:%d is also defined at %s:%d",
+					re.rule.Name, re.rule.File, re.rule.Line, prev.File, prev.Line)
+			}
+			seen[re.rule.Name] = re.rule
+			cp := *re
+			out.add(&cp)
+		}
+	}
+	if out == nil {
+		return newSet(nil, nil, Options{})
+	}
+	return out, nil
+}
+
+// Matches holds the results of Set.Eval: one bit per rule for the counting
+// expression and one for the mitigation expression. A Matches is reused
+// across events by one goroutine at a time; its zero value is ready.
+type Matches struct {
+	count, mitigate []uint64
+	st              state
+	input           ast.Value // input document for fallback evaluations, built once per event
+}
+
+// Count reports whether rule i's counting expression held for the event.
+func (m *Matches) Count(i int) bool { return bit(m.count, i) }
+
+// Mitigate reports whether rule i's mitigation expression held for the event.
+func (m *Matches) Mitigate(i int) bool { return bit(m.mitigate, i) }
+
+func bit(b []uint64, i int) bool {
+	w := i >> 6
+	return w < len(b) && b[w]&(1<<(uint(i)&63)) != 0
+}
+
+func (m *Matches) reset(n int) {
+	w := (n + 63) >> 6
+	if cap(m.count) < w {
+		m.count = make([]uint64, w)
+		m.mitigate = make([]uint64, w)
+	}
+	m.count = m.count[:w]
+	m.mitigate = m.mitigate[:w]
+	clear(m.count)
+	clear(m.mitigate)
+	m.input = nil
+}
+
+// Eval evaluates the counting and mitigation expressions of every rule of s
+// on e and stores the results in m. It is safe for concurrent use with
+// distinct Matches, and allocates nothing when every rule is native.
+func (s *Set) Eval(e *characteristics.Event, m *Matches) {
+	m.reset(len(s.evals))
+	for i, re := range s.evals {
+		var c, mit bool
+		if re.count != nil {
+			c = re.count.eval(e, &m.st)
+		} else {
+			c = s.fallback(re, re.countQ, e, m)
+		}
+		switch {
+		case re.mitigateQ == nil:
+			mit = c
+		case re.mitigate != nil:
+			mit = re.mitigate.eval(e, &m.st)
+		default:
+			mit = s.fallback(re, re.mitigateQ, e, m)
+		}
+		if c {
+			m.count[i>>6] |= 1 << (uint(i) & 63)
+		}
+		if mit {
+			m.mitigate[i>>6] |= 1 << (uint(i) & 63)
+		}
+	}
+}
+
+// fallback evaluates a prepared query with a deadline. An error or a timeout
+// counts as false, is counted and logged at most once a second.
+func (s *Set) fallback(re *ruleEval, q *rego.PreparedEvalQuery, e *characteristics.Event, m *Matches) bool {
+	re.fallbacks.Inc()
+	if m.input == nil {
+		v, err := ast.InterfaceToValue(e.Input())
+		if err != nil {
+			re.failures.Inc()
+			s.logError(re, err)
+			return false
+		}
+		m.input = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(m.input))
+	if err != nil {
+		if ctx.Err() != nil {
+			re.timeouts.Inc()
+		} else {
+			re.failures.Inc()
+		}
+		s.logError(re, err)
+		return false
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return false
+	}
+	b, ok := rs[0].Expressions[0].Value.(bool)
+	return ok && b
+}
+
+func (s *Set) logError(re *ruleEval, err error) {
+	now := s.now().UnixNano()
+	last := s.lastLog.Load()
+	if now-last < int64(time.Second) || !s.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("rules: evaluation failed; counted as false", "rule", re.rule.Name, "file", re.rule.File, "err", err)
+}
+
+// prepare prepares query for full evaluation.
+func prepare(ctx context.Context, c *ast.Compiler, query string) (*rego.PreparedEvalQuery, error) {
+	pq, err := rego.New(rego.Compiler(c), rego.Query(query)).PrepareForEval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pq, nil
+}

@@ -1,0 +1,593 @@
+package rules
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/rules/builtin"
+)
+
+// Actions and algorithms a rule may name, in the order error messages list them.
+var (
+	Actions    = []string{"block", "rate_limit", "shadowban", "firewall", "log"}
+	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
+)
+
+// Defaults for optional metadata keys.
+const (
+	DefaultAlgorithm         = "sliding_window"
+	DefaultMitigationTimeout = 10 * time.Minute
+	defaultEvalTimeout       = 10 * time.Millisecond
+)
+
+// metadata keys, in the order error messages list them.
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score"}
+
+// Rule is one loaded rule.
+type Rule struct {
+	Name, Title, File string // Name is the last segment of the package path
+	Line              int    // line of the package clause in File
+
+	Characteristics   []characteristics.Characteristic
+	Period            time.Duration
+	MitigationTimeout time.Duration
+	Requests          float64                         // requests_per_period
+	Action, Algorithm string                          // from Actions and Algorithms
+	Score             *characteristics.Characteristic // nil = count 1 per request
+
+	// Native reports that both expressions compiled to native predicates;
+	// otherwise the rule is evaluated by OPA on every event.
+	Native bool
+	// Fallback names the expressions that kept the rule from being native.
+	Fallback []string
+
+	hasMitigate bool
+}
+
+// Options configures Load. The zero value is usable.
+type Options struct {
+	Logger     *slog.Logger          // nil: slog.Default()
+	Registerer prometheus.Registerer // nil: metrics are kept but not exported
+	// EvalTimeout bounds each fallback (OPA) evaluation; 0 means 10ms.
+	EvalTimeout time.Duration
+	// DisableNative evaluates every rule through OPA, as the peer of the
+	// native predicates in differential tests and benchmarks.
+	DisableNative bool
+}
+
+// Error is one problem found at load, located in a rule file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// errorList gathers load errors in file and line order.
+type errorList []*Error
+
+func (l *errorList) add(file string, line int, format string, args ...any) {
+	*l = append(*l, &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l errorList) err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(l, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+// forbidden lists built-ins that are not marked nondeterministic by OPA but
+// still reach outside the event: the runtime environment.
+var forbidden = map[string]string{
+	"opa.runtime": "reads the environment",
+	"trace":       "writes to the evaluation trace",
+}
+
+// capabilities returns OPA's capabilities minus every built-in that reaches
+// the network, the file system, the wall clock or randomness, and the reason
+// each was removed.
+func capabilities() (*ast.Capabilities, map[string]string) {
+	caps := ast.CapabilitiesForThisVersion()
+	removed := map[string]string{}
+	kept := caps.Builtins[:0]
+	for _, b := range caps.Builtins {
+		if why, ok := forbidden[b.Name]; ok {
+			removed[b.Name] = why
+			continue
+		}
+		if b.Nondeterministic {
+			removed[b.Name] = "is nondeterministic (network, wall clock or randomness); event time is input.time"
+			continue
+		}
+		kept = append(kept, b)
+	}
+	caps.Builtins = kept
+	caps.AllowNet = []string{} // no remote schemas either
+	return caps, removed
+}
+
+// source is one parsed rule or test file.
+type source struct {
+	file   string
+	text   string
+	module *ast.Module
+}
+
+// readFS parses the *.rego files under fsys, tests included when tests is set.
+func readFS(fsys fs.FS, tests bool, errs *errorList) ([]*source, error) {
+	var out []*source
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".rego") {
+			return nil
+		}
+		if strings.HasSuffix(p, "_test.rego") && !tests {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		src := &source{file: p, text: string(b)}
+		m, err := ast.ParseModuleWithOpts(p, src.text, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
+		if err != nil {
+			addASTErrors(errs, p, err)
+			return nil
+		}
+		src.module = m
+		out = append(out, src)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rules: read: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].file < out[j].file })
+	return out, nil
+}
+
+// addASTErrors turns OPA parse and compile errors into located errors.
+func addASTErrors(errs *errorList, file string, err error) {
+	var aerrs ast.Errors
+	if !errors.As(err, &aerrs) {
+		errs.add(file, 0, "%v", err)
+		return
+	}
+	for _, e := range aerrs {
+		f, line := file, 0
+		if e.Location != nil {
+			if e.Location.File != "" {
+				f = e.Location.File
+			}
+			line = e.Location.Row
+		}
+		errs.add(f, line, "%s", e.Message)
+	}
+}
+
+// Load reads every *.rego file under fsys (not *_test.rego), validates and
+// compiles the rules, and returns them as a Set. It is all-or-nothing: any
+// error rejects the whole set, and the joined error lists every problem found.
+func Load(fsys fs.FS, opts Options) (*Set, error) {
+	var errs errorList
+	srcs, err := readFS(fsys, false, &errs)
+	if err != nil {
+		return nil, err
+	}
+	caps, removed := capabilities()
+	var rules []*Rule
+	modules := map[string]*ast.Module{}
+	seen := map[string]*Rule{}
+	for _, src := range srcs {
+		if src.module == nil {
+			continue
+		}
+		checkBuiltins(&errs, src, removed)
+		r := parseRule(&errs, src)
+		if r == nil {
+			continue
+		}
+		if prev, dup := seen[r.Name]; dup {
+			errs.add(src.file, r.Line, "package guardd.rules.%s is already declared at %s:%d; one rule per package", r.Name, prev.File, prev.Line)
+			continue
+		}
+		seen[r.Name] = r
+		rules = append(rules, r)
+		modules[src.file] = src.module
+	}
+	if len(errs) > 0 {
+		return nil, errs.err()
+	}
+	if len(rules) == 0 {
+		return newSet(nil, nil, opts)
+	}
+	c := ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1)
+	c.Compile(modules)
+	if c.Failed() {
+		addASTErrors(&errs, "", c.Errors)
+		return nil, errs.err()
+	}
+	for _, r := range rules {
+		checkTypes(&errs, c, r)
+	}
+	if len(errs) > 0 {
+		return nil, errs.err()
+	}
+	return compileSet(c, rules, opts)
+}
+
+// LoadDir is Load over the directory dir.
+func LoadDir(dir string, opts Options) (*Set, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("rules: %s is not a directory", dir)
+	}
+	return Load(os.DirFS(dir), opts)
+}
+
+// Builtin loads the rule library embedded in the binary.
+func Builtin(opts Options) (*Set, error) {
+	return Load(builtin.FS, opts)
+}
+
+// checkBuiltins rejects calls to removed built-ins, naming each.
+func checkBuiltins(errs *errorList, src *source, removed map[string]string) {
+	ast.WalkExprs(src.module, func(e *ast.Expr) bool {
+		if !e.IsCall() {
+			return false
+		}
+		name := e.Operator().String()
+		if why, ok := removed[name]; ok {
+			errs.add(src.file, e.Location.Row, "built-in %s is not allowed in rules: it %s", name, why)
+		}
+		return false
+	})
+	ast.WalkTerms(src.module, func(t *ast.Term) bool {
+		call, ok := t.Value.(ast.Call)
+		if !ok || len(call) == 0 {
+			return false
+		}
+		name := call[0].String()
+		if why, ok := removed[name]; ok {
+			line := 0
+			if t.Location != nil {
+				line = t.Location.Row
+			}
+			errs.add(src.file, line, "built-in %s is not allowed in rules: it %s", name, why)
+		}
+		return false
+	})
+}
+
+// parseRule reads the package and metadata of a rule module.
+func parseRule(errs *errorList, src *source) *Rule {
+	m := src.module
+	r := &Rule{File: src.file, Line: m.Package.Location.Row}
+	p := m.Package.Path
+	if len(p) != 4 || !p[1].Equal(ast.StringTerm("guardd")) || !p[2].Equal(ast.StringTerm("rules")) {
+		errs.add(src.file, r.Line, "package %s: want guardd.rules.<name>", strings.TrimPrefix(p.String(), "data."))
+		return nil
+	}
+	name, ok := p[3].Value.(ast.String)
+	if !ok || name == "" {
+		errs.add(src.file, r.Line, "package %s: want guardd.rules.<name>", p)
+		return nil
+	}
+	r.Name = string(name)
+	var ann *ast.Annotations
+	for _, a := range m.Annotations {
+		if a.Scope == "package" {
+			ann = a
+			break
+		}
+	}
+	if ann == nil {
+		errs.add(src.file, r.Line, "rule %s has no METADATA annotation before its package clause; it needs custom: with %s", r.Name, strings.Join(metadataKeys[:4], ", "))
+		return nil
+	}
+	r.Title = cmp.Or(ann.Title, r.Name)
+	n := len(*errs)
+	meta := metaReader{errs: errs, src: src, row: ann.Location.Row}
+	custom := ann.Custom
+	for _, k := range slices.Sorted(mapsKeys(custom)) {
+		if !slices.Contains(metadataKeys, k) {
+			errs.add(src.file, meta.line(k), "unknown metadata key %q; accepted: %s", k, strings.Join(metadataKeys, ", "))
+		}
+	}
+	r.Characteristics = meta.characteristics(custom)
+	r.Period = meta.duration(custom, "period", 0)
+	r.MitigationTimeout = meta.duration(custom, "mitigation_timeout", DefaultMitigationTimeout)
+	r.Requests = meta.number(custom, "requests_per_period")
+	r.Action = meta.choice(custom, "action", "", Actions)
+	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
+	r.Score = meta.score(custom)
+	for _, rule := range m.Rules {
+		switch rule.Head.Name.String() {
+		case "mitigate":
+			r.hasMitigate = true
+		}
+	}
+	if len(*errs) > n {
+		return nil
+	}
+	return r
+}
+
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// metaReader validates the custom: keys of one annotation.
+type metaReader struct {
+	errs *errorList
+	src  *source
+	row  int // the METADATA line
+}
+
+// line finds the comment line of key in the annotation, or the METADATA line.
+func (mr metaReader) line(key string) int {
+	for _, c := range mr.src.module.Comments {
+		if c.Location == nil || c.Location.Row <= mr.row {
+			continue
+		}
+		t := strings.TrimSpace(string(c.Text))
+		if rest, ok := strings.CutPrefix(t, key); ok && strings.HasPrefix(strings.TrimSpace(rest), ":") {
+			return c.Location.Row
+		}
+	}
+	return mr.row
+}
+
+func (mr metaReader) fail(key, format string, args ...any) {
+	mr.errs.add(mr.src.file, mr.line(key), "metadata %s: "+format, append([]any{key}, args...)...)
+}
+
+func (mr metaReader) characteristics(custom map[string]any) []characteristics.Characteristic {
+	v, ok := custom["characteristics"]
+	if !ok {
+		mr.fail("characteristics", "missing; want a non-empty list such as [ip.src] (accepted: %s)", strings.Join(characteristics.Names(), ", "))
+		return nil
+	}
+	var names []string
+	switch v := v.(type) {
+	case string:
+		names = []string{v}
+	case []any:
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				mr.fail("characteristics", "element %v is not a string", x)
+				return nil
+			}
+			names = append(names, s)
+		}
+	default:
+		mr.fail("characteristics", "got %v; want a list such as [ip.src]", v)
+		return nil
+	}
+	if len(names) == 0 {
+		mr.fail("characteristics", "empty; want at least one, such as [ip.src]")
+		return nil
+	}
+	var out []characteristics.Characteristic
+	for _, n := range names {
+		c, err := characteristics.Parse(strings.TrimSpace(n))
+		if err != nil {
+			mr.fail("characteristics", "%v", err)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (mr metaReader) duration(custom map[string]any, key string, def time.Duration) time.Duration {
+	v, ok := custom[key]
+	if !ok {
+		if def == 0 {
+			mr.fail(key, "missing; want a Go duration such as 1m or 30s")
+		}
+		return def
+	}
+	s, ok := v.(string)
+	if !ok {
+		mr.fail(key, "got %v; want a Go duration with a unit, such as 1m or 30s", v)
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		mr.fail(key, "%q is not a positive Go duration; want e.g. 1m, 30s, 1h30m", s)
+		return 0
+	}
+	return d
+}
+
+func (mr metaReader) number(custom map[string]any, key string) float64 {
+	v, ok := custom[key]
+	if !ok {
+		mr.fail(key, "missing; want a number > 0")
+		return 0
+	}
+	var f float64
+	switch v := v.(type) {
+	case int:
+		f = float64(v)
+	case int64:
+		f = float64(v)
+	case uint64:
+		f = float64(v)
+	case float64:
+		f = v
+	case json.Number:
+		var err error
+		if f, err = v.Float64(); err != nil {
+			f = math.NaN()
+		}
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(v, 64); err != nil {
+			f = math.NaN()
+		}
+	default:
+		f = math.NaN()
+	}
+	if !(f > 0) || math.IsInf(f, 0) {
+		mr.fail(key, "got %v; want a number > 0", v)
+		return 0
+	}
+	return f
+}
+
+func (mr metaReader) choice(custom map[string]any, key, def string, accepted []string) string {
+	v, ok := custom[key]
+	if !ok {
+		if def == "" {
+			mr.fail(key, "missing; accepted: %s", strings.Join(accepted, ", "))
+		}
+		return def
+	}
+	s, _ := v.(string)
+	if !slices.Contains(accepted, s) {
+		mr.fail(key, "unexpected value %v; accepted: %s", v, strings.Join(accepted, ", "))
+		return ""
+	}
+	return s
+}
+
+func (mr metaReader) score(custom map[string]any) *characteristics.Characteristic {
+	v, ok := custom["score"]
+	if !ok {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		mr.fail("score", "got %v; want a numeric characteristic such as http.request_time", v)
+		return nil
+	}
+	c, err := characteristics.Parse(strings.TrimSpace(s))
+	if err != nil {
+		mr.fail("score", "%v", err)
+		return nil
+	}
+	switch {
+	case c.Kind() == characteristics.KindNumber:
+	case strings.HasPrefix(c.String(), "log.") || strings.HasPrefix(c.String(), "http.headers[") || strings.HasPrefix(c.String(), "http.cookies["):
+		// a source variable, header or cookie holding a number
+	default:
+		mr.fail("score", "%s is not numeric; want http.request_time, http.bytes_sent, http.status, a log.<variable> or a header holding a number", c)
+		return nil
+	}
+	return &c
+}
+
+// checkTypes rejects a count or mitigate that is missing or not boolean.
+func checkTypes(errs *errorList, c *ast.Compiler, r *Rule) {
+	for _, name := range []string{"count", "mitigate"} {
+		ref := ast.MustParseRef("data.guardd.rules." + r.Name + "." + name)
+		rs := c.GetRulesExact(ref)
+		if len(rs) == 0 {
+			if name == "count" {
+				errs.add(r.File, r.Line, "rule %s has no count rule; want e.g. `count if input.http.status == 404`", r.Name)
+			}
+			continue
+		}
+		line := rs[0].Location.Row
+		for _, rr := range rs {
+			if len(rr.Head.Args) > 0 {
+				errs.add(r.File, rr.Location.Row, "%s is a function; want a boolean rule such as `%s if { ... }`", name, name)
+				return
+			}
+		}
+		t := c.TypeEnv.Get(ref)
+		if t == nil || !isBoolean(t) {
+			errs.add(r.File, line, "%s has type %v; want boolean (`%s if { ... }`)", name, t, name)
+		}
+	}
+}
+
+func isBoolean(t interface{ String() string }) bool { return t.String() == "boolean" }
+
+// compileSet translates every rule and prepares the fallback queries.
+func compileSet(c *ast.Compiler, rules []*Rule, opts Options) (*Set, error) {
+	ctx := context.Background()
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	evals := make([]*ruleEval, len(rules))
+	for i, r := range rules {
+		re := &ruleEval{rule: r}
+		evals[i] = re
+		var why []string
+		for _, name := range []string{"count", "mitigate"} {
+			if name == "mitigate" && !r.hasMitigate {
+				continue
+			}
+			q := "data.guardd.rules." + r.Name + "." + name
+			var pred *predicate
+			if !opts.DisableNative {
+				var reason string
+				pred, reason = compileNative(ctx, c, q, new(int))
+				if pred == nil {
+					why = append(why, name+": "+reason)
+				}
+			} else {
+				why = append(why, name+": native compilation disabled")
+			}
+			prepared, err := prepare(ctx, c, q)
+			if err != nil {
+				return nil, fmt.Errorf("rules: %s:%d: prepare %s: %w", r.File, r.Line, name, err)
+			}
+			if name == "count" {
+				re.count, re.countQ = pred, prepared
+			} else {
+				re.mitigate, re.mitigateQ = pred, prepared
+			}
+		}
+		r.Native = len(why) == 0
+		r.Fallback = why
+		if !r.Native && !opts.DisableNative {
+			log.Warn("rules: rule falls back to full OPA evaluation on every event",
+				"rule", r.Name, "file", r.File, "line", r.Line, "unsupported", strings.Join(why, "; "))
+		}
+	}
+	return newSet(c, evals, opts)
+}

@@ -1,0 +1,827 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/gobwas/glob"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/guardd/guardd/characteristics"
+)
+
+// predicate is a compiled expression: an OR of ANDs of conditions. No
+// alternatives means never true; an empty alternative means always true.
+type predicate struct {
+	alts [][]cond
+	text string // the residual, for messages
+}
+
+// cond is one native condition. An undefined operand makes it false, as an
+// undefined expression makes a Rego body fail; negation is applied on top.
+type cond func(e *characteristics.Event, st *state) bool
+
+func (p *predicate) eval(e *characteristics.Event, st *state) bool {
+	for _, alt := range p.alts {
+		ok := true
+		for _, c := range alt {
+			if !c(e, st) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// state is per-goroutine scratch space for formatted and case-folded values.
+type state struct {
+	bufs [][]byte
+}
+
+func (st *state) buf(slot int) []byte {
+	if slot >= len(st.bufs) {
+		st.bufs = append(st.bufs, make([][]byte, slot+1-len(st.bufs))...)
+	}
+	return st.bufs[slot][:0]
+}
+
+func (st *state) keep(slot int, b []byte) string {
+	st.bufs[slot] = b
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+type valType uint8
+
+const (
+	tString valType = iota
+	tNumber
+)
+
+const (
+	foldNone = iota
+	foldLower
+	foldUpper
+)
+
+// operand reads one input value of an event, possibly lower- or upper-cased.
+type operand struct {
+	c    characteristics.Characteristic
+	typ  valType
+	kind characteristics.Kind
+	fold int
+	slot int // scratch slot for formatted or folded values, -1 if none
+}
+
+func (o *operand) str(e *characteristics.Event, st *state) (string, bool) {
+	var s string
+	switch o.kind {
+	case characteristics.KindAddr:
+		if !e.IP.IsValid() {
+			return "", false
+		}
+		b := e.IP.AppendTo(st.buf(o.slot))
+		s = st.keep(o.slot, b)
+		if o.fold == foldNone {
+			return s, true
+		}
+	case characteristics.KindPrefix:
+		if !e.Prefix.IsValid() {
+			return "", false
+		}
+		b := e.Prefix.AppendTo(st.buf(o.slot))
+		s = st.keep(o.slot, b)
+		if o.fold == foldNone {
+			return s, true
+		}
+	default:
+		var ok bool
+		if s, ok = o.c.Str(e); !ok {
+			return "", false
+		}
+		if o.fold == foldNone {
+			return s, true
+		}
+	}
+	return st.keep(o.slot, foldInto(st.buf(o.slot), s, o.fold)), true
+}
+
+// foldInto appends strings.ToLower(s) (or ToUpper) to dst without allocating
+// beyond dst's growth.
+func foldInto(dst []byte, s string, fold int) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			for _, r := range s[i:] {
+				if fold == foldLower {
+					r = unicode.ToLower(r)
+				} else {
+					r = unicode.ToUpper(r)
+				}
+				dst = utf8.AppendRune(dst, r)
+			}
+			return dst
+		}
+		if fold == foldLower && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		} else if fold == foldUpper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func (o *operand) num(e *characteristics.Event) (float64, bool) { return o.c.Num(e) }
+
+func (o *operand) present(e *characteristics.Event, st *state) bool {
+	if o.typ == tNumber {
+		_, ok := o.c.Num(e)
+		return ok
+	}
+	_, ok := o.str(e, st)
+	return ok
+}
+
+// unsupported is the reason an expression cannot be compiled natively.
+type unsupported struct{ what string }
+
+func (u unsupported) Error() string { return u.what }
+
+func unsup(format string, args ...any) error { return unsupported{fmt.Sprintf(format, args...)} }
+
+// compileNative partially evaluates query with input unknown and translates
+// the residual into a predicate. On failure it returns nil and the reason.
+func compileNative(ctx context.Context, c *ast.Compiler, query string, slots *int) (*predicate, string) {
+	pq, err := rego.New(
+		rego.Compiler(c),
+		rego.Query(query),
+		rego.Unknowns([]string{"input"}),
+	).Partial(ctx)
+	if err != nil {
+		return nil, "partial evaluation: " + err.Error()
+	}
+	if len(pq.Support) > 0 {
+		return nil, fmt.Sprintf("partial evaluation kept support rules (%d)", len(pq.Support))
+	}
+	tr := &translator{slots: slots}
+	p := &predicate{}
+	var texts []string
+	var sigs [][]condSig
+	for _, body := range pq.Queries {
+		alt, sig, err := tr.body(body)
+		if err != nil {
+			return nil, err.Error()
+		}
+		p.alts = append(p.alts, alt)
+		sigs = append(sigs, sig)
+		texts = append(texts, body.String())
+	}
+	p.text = strings.Join(texts, " OR ")
+	p.alts = mergeAlts(p.alts, sigs)
+	return p, ""
+}
+
+type translator struct {
+	slots *int
+	vars  map[ast.Var]*operand
+}
+
+// condSig describes a condition for mergeAlts: op applied to the operand
+// written key with the constant string s. An empty op is a condition that
+// cannot be merged.
+type condSig struct {
+	op, key, s string
+	negated    bool
+	o          *operand
+}
+
+func (sig condSig) String() string {
+	return fmt.Sprintf("%s(%s,%q,%v)", sig.op, sig.key, sig.s, sig.negated)
+}
+
+func (tr *translator) newSlot() int {
+	s := *tr.slots
+	*tr.slots++
+	return s
+}
+
+func (tr *translator) body(body ast.Body) ([]cond, []condSig, error) {
+	tr.vars = map[ast.Var]*operand{}
+	var out []cond
+	var sigs []condSig
+	for _, e := range body {
+		c, sig, err := tr.expr(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c != nil {
+			out = append(out, c)
+			sigs = append(sigs, sig)
+		}
+	}
+	return out, sigs, nil
+}
+
+// expr compiles one residual expression. A nil cond with a nil error is an
+// expression that is always true.
+func (tr *translator) expr(e *ast.Expr) (cond, condSig, error) {
+	if len(e.With) > 0 {
+		return nil, condSig{}, unsup("%v: `with` is not compiled natively", e)
+	}
+	c, sig, err := tr.positive(e)
+	if err != nil {
+		return nil, condSig{}, unsup("%v: %v", e, err)
+	}
+	if e.Negated {
+		if c == nil {
+			return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+		}
+		inner := c
+		c = func(ev *characteristics.Event, st *state) bool { return !inner(ev, st) }
+		sig.negated = true
+	}
+	if sig.op == "" {
+		sig = condSig{op: "expr", key: e.String()}
+	}
+	return c, sig, nil
+}
+
+func (tr *translator) positive(e *ast.Expr) (cond, condSig, error) {
+	if t, ok := e.Terms.(*ast.Term); ok {
+		return tr.truthy(t)
+	}
+	if !e.IsCall() {
+		return nil, condSig{}, unsup("unsupported expression form")
+	}
+	op := e.Operator().String()
+	args := e.Operands()
+	switch op {
+	case "eq", "equal":
+		if len(args) != 2 {
+			break
+		}
+		if v, ok := args[0].Value.(ast.Var); ok && op == "eq" {
+			if _, bound := tr.vars[v]; !bound && !ast.IsConstant(args[1].Value) {
+				return tr.bind(v, args[1])
+			}
+		}
+		if v, ok := args[1].Value.(ast.Var); ok && op == "eq" {
+			if _, bound := tr.vars[v]; !bound && !ast.IsConstant(args[0].Value) {
+				return tr.bind(v, args[0])
+			}
+		}
+		return tr.compare("equal", args[0], args[1])
+	case "neq", "lt", "lte", "gt", "gte":
+		if len(args) == 2 {
+			return tr.compare(op, args[0], args[1])
+		}
+	case "lower", "upper":
+		if len(args) == 2 {
+			v, ok := args[1].Value.(ast.Var)
+			if !ok {
+				break
+			}
+			if _, bound := tr.vars[v]; bound {
+				break
+			}
+			return tr.bind(v, &ast.Term{Value: ast.Call{ast.NewTerm(e.Operator()), args[0]}})
+		}
+	case "internal.member_2":
+		if len(args) == 2 {
+			return tr.member(args[0], args[1])
+		}
+	case "startswith", "endswith", "contains":
+		if len(args) == 2 {
+			return tr.strOp(op, args[0], args[1])
+		}
+	case "strings.any_prefix_match", "strings.any_suffix_match":
+		if len(args) == 2 {
+			return tr.anyMatch(op, args[0], args[1])
+		}
+	case "regex.match":
+		if len(args) == 2 {
+			return tr.regex(args[0], args[1])
+		}
+	case "glob.match":
+		if len(args) == 3 {
+			return tr.glob(args[0], args[1], args[2])
+		}
+	case "net.cidr_contains":
+		if len(args) == 2 {
+			return tr.cidr(args[0], args[1])
+		}
+	}
+	return nil, condSig{}, unsup("built-in %s with %d operands is not compiled natively", op, len(args))
+}
+
+// operand resolves an input reference, a bound variable or lower/upper of one.
+func (tr *translator) operand(t *ast.Term) (*operand, error) {
+	switch v := t.Value.(type) {
+	case ast.Var:
+		if o, ok := tr.vars[v]; ok {
+			return o, nil
+		}
+		return nil, unsup("variable %v", v)
+	case ast.Ref:
+		return tr.inputRef(v)
+	case ast.Call:
+		if len(v) != 2 {
+			return nil, unsup("call %v", v)
+		}
+		name := v[0].String()
+		if name != "lower" && name != "upper" {
+			return nil, unsup("call %v", v)
+		}
+		inner, err := tr.operand(v[1])
+		if err != nil {
+			return nil, err
+		}
+		if inner.typ != tString || inner.fold != foldNone {
+			return nil, unsup("%v of a non-string or folded value", name)
+		}
+		o := *inner
+		o.fold = foldLower
+		if name == "upper" {
+			o.fold = foldUpper
+		}
+		o.slot = tr.newSlot()
+		return &o, nil
+	}
+	return nil, unsup("operand %v", t)
+}
+
+func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
+	if !ref.HasPrefix(ast.InputRootRef) || len(ref) < 2 {
+		return nil, unsup("reference %v outside input", ref)
+	}
+	segs := make([]string, 0, len(ref)-1)
+	for _, t := range ref[1:] {
+		s, ok := t.Value.(ast.String)
+		if !ok {
+			return nil, unsup("reference %v with a non-constant segment", ref)
+		}
+		segs = append(segs, string(s))
+	}
+	var name string
+	switch {
+	case len(segs) == 3 && segs[0] == "http" && (segs[1] == "headers" || segs[1] == "cookies"):
+		name = "http." + segs[1] + "[" + strconv.Quote(segs[2]) + "]"
+	case len(segs) == 2 && segs[0] == "log":
+		name = "log[" + strconv.Quote(segs[1]) + "]"
+	default:
+		name = strings.Join(segs, ".")
+	}
+	c, err := characteristics.Parse(name)
+	if err != nil || !slices.Equal(c.Path(), segs) {
+		return nil, unsup("reference %v is not a characteristic", ref)
+	}
+	o := &operand{c: c, kind: c.Kind(), slot: -1}
+	switch o.kind {
+	case characteristics.KindNumber:
+		o.typ = tNumber
+		if strings.HasPrefix(name, "log[") || strings.HasPrefix(name, "http.headers[") || strings.HasPrefix(name, "http.cookies[") {
+			o.typ = tString
+		}
+	case characteristics.KindAddr, characteristics.KindPrefix:
+		o.slot = tr.newSlot()
+	}
+	return o, nil
+}
+
+func (tr *translator) bind(v ast.Var, t *ast.Term) (cond, condSig, error) {
+	o, err := tr.operand(t)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	tr.vars[v] = o
+	return func(e *characteristics.Event, st *state) bool { return o.present(e, st) }, condSig{}, nil
+}
+
+// truthy compiles a bare term: true when defined and not false.
+func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
+	if b, ok := t.Value.(ast.Boolean); ok {
+		if b {
+			return nil, condSig{}, nil
+		}
+		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	o, err := tr.operand(t)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	return func(e *characteristics.Event, st *state) bool { return o.present(e, st) }, condSig{}, nil
+}
+
+// rank orders Rego value types as ast.Compare does.
+func rank(v ast.Value) (int, bool) {
+	switch v.(type) {
+	case ast.Null:
+		return 0, true
+	case ast.Boolean:
+		return 1, true
+	case ast.Number:
+		return 2, true
+	case ast.String:
+		return 3, true
+	}
+	return 0, false
+}
+
+var mirror = map[string]string{"equal": "equal", "neq": "neq", "lt": "gt", "lte": "gte", "gt": "lt", "gte": "lte"}
+
+func cmpHolds(op string, r int) bool {
+	switch op {
+	case "equal":
+		return r == 0
+	case "neq":
+		return r != 0
+	case "lt":
+		return r < 0
+	case "lte":
+		return r <= 0
+	case "gt":
+		return r > 0
+	case "gte":
+		return r >= 0
+	}
+	return false
+}
+
+func (tr *translator) compare(op string, a, b *ast.Term) (cond, condSig, error) {
+	if ast.IsConstant(a.Value) && !ast.IsConstant(b.Value) {
+		a, b, op = b, a, mirror[op]
+	}
+	if !ast.IsConstant(b.Value) {
+		return nil, condSig{}, unsup("comparison of two non-constant values")
+	}
+	o, err := tr.operand(a)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	cr, ok := rank(b.Value)
+	if !ok {
+		return nil, condSig{}, unsup("comparison with %v", b)
+	}
+	or := 3
+	if o.typ == tNumber {
+		or = 2
+	}
+	if cr != or {
+		// Values of different types compare by type alone.
+		holds := cmpHolds(op, or-cr)
+		return func(e *characteristics.Event, st *state) bool { return holds && o.present(e, st) }, condSig{}, nil
+	}
+	var sig condSig
+	if o.typ == tNumber {
+		n, ok := b.Value.(ast.Number).Float64()
+		if !ok {
+			return nil, condSig{}, unsup("number %v out of range", b)
+		}
+		switch op {
+		case "equal":
+			return func(e *characteristics.Event, _ *state) bool { v, ok := o.num(e); return ok && v == n }, sig, nil
+		case "neq":
+			return func(e *characteristics.Event, _ *state) bool { v, ok := o.num(e); return ok && v != n }, sig, nil
+		case "lt":
+			return func(e *characteristics.Event, _ *state) bool { v, ok := o.num(e); return ok && v < n }, sig, nil
+		case "lte":
+			return func(e *characteristics.Event, _ *state) bool { v, ok := o.num(e); return ok && v <= n }, sig, nil
+		case "gt":
+			return func(e *characteristics.Event, _ *state) bool { v, ok := o.num(e); return ok && v > n }, sig, nil
+		case "gte":
+			return func(e *characteristics.Event, _ *state) bool { v, ok := o.num(e); return ok && v >= n }, sig, nil
+		}
+	}
+	s := string(b.Value.(ast.String))
+	sig = condSig{op: op, key: a.String(), s: s, o: o}
+	if op == "equal" && o.kind == characteristics.KindAddr && o.fold == foldNone {
+		// Compare addresses without formatting when s is in canonical form.
+		if a, err := netip.ParseAddr(s); err == nil && a.String() == s {
+			return func(e *characteristics.Event, _ *state) bool { return e.IP == a }, sig, nil
+		}
+	}
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.str(e, st)
+		return ok && cmpHolds(op, strings.Compare(v, s))
+	}, sig, nil
+}
+
+// collection returns the strings and numbers of a constant set, array or
+// object (its values), or of a single constant.
+func collection(v ast.Value) (strs []string, nums []float64, ok bool) {
+	add := func(t *ast.Term) {
+		switch x := t.Value.(type) {
+		case ast.String:
+			strs = append(strs, string(x))
+		case ast.Number:
+			if f, fok := x.Float64(); fok {
+				nums = append(nums, f)
+			} else {
+				ok = false
+			}
+		}
+	}
+	ok = true
+	switch c := v.(type) {
+	case ast.Set:
+		c.Foreach(add)
+	case *ast.Array:
+		c.Foreach(add)
+	case ast.Object:
+		c.Foreach(func(_, v *ast.Term) { add(v) })
+	default:
+		return nil, nil, false
+	}
+	return strs, nums, ok
+}
+
+func (tr *translator) member(x, coll *ast.Term) (cond, condSig, error) {
+	if !ast.IsConstant(coll.Value) {
+		return nil, condSig{}, unsup("membership in a non-constant collection")
+	}
+	o, err := tr.operand(x)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	strs, nums, ok := collection(coll.Value)
+	if !ok {
+		return nil, condSig{}, unsup("membership in %v", coll)
+	}
+	if o.typ == tNumber {
+		return func(e *characteristics.Event, _ *state) bool {
+			v, ok := o.num(e)
+			return ok && slices.Contains(nums, v)
+		}, condSig{}, nil
+	}
+	set := newStrSet(strs)
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.str(e, st)
+		return ok && set.has(v)
+	}, condSig{}, nil
+}
+
+// strSet is a set of strings: a slice when small, a map otherwise.
+type strSet struct {
+	small []string
+	m     map[string]struct{}
+}
+
+func newStrSet(strs []string) *strSet {
+	if len(strs) <= 8 {
+		return &strSet{small: strs}
+	}
+	m := make(map[string]struct{}, len(strs))
+	for _, s := range strs {
+		m[s] = struct{}{}
+	}
+	return &strSet{m: m}
+}
+
+func (s *strSet) has(v string) bool {
+	if s.m != nil {
+		_, ok := s.m[v]
+		return ok
+	}
+	for _, x := range s.small {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func constString(t *ast.Term) (string, bool) {
+	s, ok := t.Value.(ast.String)
+	return string(s), ok
+}
+
+func (tr *translator) strOp(op string, x, arg *ast.Term) (cond, condSig, error) {
+	s, ok := constString(arg)
+	if !ok {
+		return nil, condSig{}, unsup("%s with a non-constant or non-string argument", op)
+	}
+	o, err := tr.operand(x)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	if o.typ != tString {
+		// A number operand is a type error in OPA: the expression is undefined.
+		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	sig := condSig{op: op, key: x.String(), s: s, o: o}
+	var f func(string, string) bool
+	switch op {
+	case "startswith":
+		f = strings.HasPrefix
+	case "endswith":
+		f = strings.HasSuffix
+	default:
+		f = strings.Contains
+	}
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.str(e, st)
+		return ok && f(v, s)
+	}, sig, nil
+}
+
+func (tr *translator) anyMatch(op string, x, arg *ast.Term) (cond, condSig, error) {
+	if !ast.IsConstant(arg.Value) {
+		return nil, condSig{}, unsup("%s with a non-constant argument", op)
+	}
+	var strs []string
+	if s, ok := arg.Value.(ast.String); ok {
+		strs = []string{string(s)}
+	} else {
+		var nums []float64
+		var ok bool
+		strs, nums, ok = collection(arg.Value)
+		if !ok || len(nums) > 0 || countElems(arg.Value) != len(strs) {
+			return nil, condSig{}, unsup("%s with non-string elements", op)
+		}
+	}
+	if _, ok := arg.Value.(ast.Object); ok {
+		return nil, condSig{}, unsup("%s over an object", op)
+	}
+	o, err := tr.operand(x)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	if o.typ != tString {
+		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	m := newAffixSet(strs, op == "strings.any_suffix_match")
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.str(e, st)
+		return ok && m.match(v)
+	}, condSig{}, nil
+}
+
+func countElems(v ast.Value) int {
+	switch c := v.(type) {
+	case ast.Set:
+		return c.Len()
+	case *ast.Array:
+		return c.Len()
+	}
+	return -1
+}
+
+// affixSet matches any of a set of prefixes (or suffixes), bucketed by the
+// first (or last) byte so that a miss costs one table load.
+type affixSet struct {
+	suffix  bool
+	empty   bool // "" matches everything
+	buckets [256][]string
+}
+
+func newAffixSet(strs []string, suffix bool) *affixSet {
+	a := &affixSet{suffix: suffix}
+	for _, s := range strs {
+		if s == "" {
+			a.empty = true
+			continue
+		}
+		b := s[0]
+		if suffix {
+			b = s[len(s)-1]
+		}
+		if !slices.Contains(a.buckets[b], s) {
+			a.buckets[b] = append(a.buckets[b], s)
+		}
+	}
+	return a
+}
+
+func (a *affixSet) match(v string) bool {
+	if a.empty {
+		return true
+	}
+	if v == "" {
+		return false
+	}
+	if a.suffix {
+		for _, s := range a.buckets[v[len(v)-1]] {
+			if strings.HasSuffix(v, s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range a.buckets[v[0]] {
+		if strings.HasPrefix(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (tr *translator) regex(pat, x *ast.Term) (cond, condSig, error) {
+	p, ok := constString(pat)
+	if !ok {
+		return nil, condSig{}, unsup("regex.match with a non-constant pattern")
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, condSig{}, unsup("regex.match with an invalid pattern: %v", err)
+	}
+	o, err := tr.operand(x)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	if o.typ != tString {
+		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.str(e, st)
+		return ok && re.MatchString(v)
+	}, condSig{}, nil
+}
+
+func (tr *translator) glob(pat, delims, x *ast.Term) (cond, condSig, error) {
+	p, ok := constString(pat)
+	if !ok {
+		return nil, condSig{}, unsup("glob.match with a non-constant pattern")
+	}
+	// OPA: null means no delimiters, an empty array means ".".
+	var ds []rune
+	switch d := delims.Value.(type) {
+	case ast.Null:
+	case *ast.Array:
+		if !ast.IsConstant(d) {
+			return nil, condSig{}, unsup("glob.match with non-constant delimiters")
+		}
+		var bad bool
+		d.Foreach(func(t *ast.Term) {
+			s, ok := t.Value.(ast.String)
+			if !ok || utf8.RuneCountInString(string(s)) != 1 {
+				bad = true
+				return
+			}
+			r, _ := utf8.DecodeRuneInString(string(s))
+			ds = append(ds, r)
+		})
+		if bad {
+			return nil, condSig{}, unsup("glob.match with delimiters that are not single characters")
+		}
+		if len(ds) == 0 {
+			ds = []rune{'.'}
+		}
+	default:
+		return nil, condSig{}, unsup("glob.match with delimiters %v", delims)
+	}
+	g, err := glob.Compile(p, ds...)
+	if err != nil {
+		return nil, condSig{}, unsup("glob.match with an invalid pattern: %v", err)
+	}
+	o, err := tr.operand(x)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	if o.typ != tString {
+		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.str(e, st)
+		return ok && g.Match(v)
+	}, condSig{}, nil
+}
+
+func (tr *translator) cidr(netT, x *ast.Term) (cond, condSig, error) {
+	s, ok := constString(netT)
+	if !ok {
+		return nil, condSig{}, unsup("net.cidr_contains with a non-constant network")
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+		return nil, condSig{}, unsup("net.cidr_contains with network %q", s)
+	}
+	p = p.Masked()
+	o, err := tr.operand(x)
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	if o.kind != characteristics.KindAddr || o.fold != foldNone {
+		return nil, condSig{}, unsup("net.cidr_contains of %v; only input.ip.src is compiled natively", x)
+	}
+	if p.Addr().Is4() {
+		return func(e *characteristics.Event, _ *state) bool {
+			return e.IP.Zone() == "" && p.Contains(e.IP.Unmap())
+		}, condSig{}, nil
+	}
+	return func(e *characteristics.Event, _ *state) bool {
+		return e.IP.Is6() && !e.IP.Is4In6() && e.IP.Zone() == "" && p.Contains(e.IP)
+	}, condSig{}, nil
+}
