@@ -1,0 +1,124 @@
+// Package counting holds guardd's rate counters: per rule, a Table of
+// counters keyed on the hash of the characteristic values an event carries
+// (its ip.src, its JA4, its cookie ...), driven by event time.
+//
+// # What it promises
+//
+// A Table applies one Limit (Requests per Period) with one Algorithm:
+//
+//   - SlidingWindow, the default: Cloudflare's sliding window counter. It keeps
+//     the counts of the current and the previous aligned window and estimates
+//     the rate at time now as
+//     prev*(period-elapsed)/period + curr, elapsed being the time since the
+//     current window began. Constant memory per key; the estimate assumes
+//     the previous window's events were spread evenly, so bursts that end at
+//     a window boundary are over- or under-counted for one period.
+//     TestAccuracy measures the cost against an exact log
+//     (bench/counting.md).
+//   - FixedWindow: one count per aligned period.
+//   - SlidingLog: exact, for small limits. Each key keeps at most
+//     ceil(Requests)+1 event times (12 bytes each; Requests is capped at
+//     MaxLogRequests). When the log is full its oldest entry is merged into
+//     the next, which can only over-count: with events of size >= 1 every
+//     decision stays exact, and with smaller sizes decisions err towards
+//     limiting.
+//   - TokenBucket: capacity Requests, refilled at Requests per Period.
+//   - GCRA: emission interval Period/Requests, burst Requests. It makes the
+//     same decisions as TokenBucket in 8 bytes of integer state.
+//
+// The window algorithms count every event, including those over the limit:
+// a client that keeps sending stays limited, as a detector should see it.
+// TokenBucket and GCRA only consume on a conforming event, as a shaper does.
+//
+// Result gives what an enforcement point needs: whether this event went
+// over, what is left, RetryAfter (the algorithm's own arithmetic for when an
+// event of the same size would next be allowed, for a 429 Retry-After) and
+// Reset (when usage is back to zero, for the IETF RateLimit header).
+//
+// Time is the event's time in unix nanoseconds, passed by the caller; the
+// package never reads a clock, so a replay of old logs counts as the live
+// daemon would have.
+//
+// # Late events
+//
+// Events arrive a little out of order (log lines from several workers,
+// sniffed requests joined late). None corrupts state:
+//
+//   - SlidingWindow: an event of the previous window is added to the
+//     previous count; the key is judged at the start of its current window.
+//     An older event is ignored.
+//   - FixedWindow: an event before the key's current window is ignored.
+//   - SlidingLog: a late event still inside the period (measured from the
+//     key's newest event) is inserted in time order; an older one is ignored.
+//   - TokenBucket: a late event is judged at the last refill (tokens are
+//     never given back). GCRA: it is judged at its own time against a
+//     theoretical arrival time that never moves back, which can only make
+//     it stricter.
+//
+// Table.Late counts the ignored events.
+//
+// # Memory
+//
+// A key costs one 32-byte slot in an open-addressing table kept at most 80%
+// full and grown by half at a time (about 40 to 60 bytes per key,
+// bench/counting.md), plus its log for SlidingLog. Keys idle for more than
+// two periods are dropped by Sweep, and lazily when touched or sampled.
+// MaxKeys is a hard cap: each of the shards holds MaxKeys/Shards keys, and a
+// full shard makes room by sampling eight keys and evicting an idle one or
+// else the one with the least current usage (sampled LFU). A flood of
+// distinct keys, each seen once, therefore evicts itself and leaves the heavy
+// keys, the ones rules care about, with their counts intact (TestFlood). An
+// evicted key starts again from zero when it returns: the table errs towards
+// allowing a light key, never towards blaming a new one for an old count.
+//
+// Keys are the caller's 64-bit hashes: use Hash (XXH64), which is the same
+// on every machine. Two values whose hashes collide share a counter.
+//
+// # Concurrency and cost
+//
+// A Table is safe for concurrent use: a key's shard is picked from its hash,
+// and each shard has its own mutex. Add and Peek allocate nothing once a
+// shard has grown to hold its keys; an Add costs one cache miss on a large
+// table.
+//
+// # A fleet-wide tier (not built yet)
+//
+// The rule engine declares the small interface it calls, for example
+//
+//	type Counter interface {
+//		Add(key uint64, n float64, now int64) counting.Result
+//	}
+//
+// so that fleet-wide counts can be added later as another implementation
+// without touching the rules. That tier would wrap a local Table and never
+// put a network round trip in front of an event:
+//
+//   - Add answers from the local Table plus the last known remote total for
+//     the key's window (kept in a small side map, or in the slot), so its
+//     cost stays that of a local Add.
+//   - Local increments are aggregated per (rule, key, window) and flushed
+//     asynchronously every few hundred milliseconds, or when a batch fills,
+//     as pipelined INCRBYFLOAT plus EXPIRE of two periods (or one Lua script
+//     per batch) on keys hash-tagged by rule and key, e.g.
+//     "guardd:{rule:hash}:window", so a key's windows live on one Redis
+//     Cluster slot. The sliding window counter needs only the current and
+//     previous window totals, so the remote state is two integers per key.
+//   - The same round trip reads back the global totals of the flushed keys;
+//     the local estimate becomes local-unflushed + global. Keys whose global
+//     total is near the limit can be refreshed more often.
+//   - Redis is reached behind a deadline and a circuit breaker; when it is
+//     down the tier degrades to local counts (fail-open, counted in a
+//     metric), and flush batches are dropped rather than queued without
+//     bound.
+//
+// Because Hash is XXH64 and windows are aligned on unix time, every instance
+// derives the same remote key for the same characteristic values.
+//
+// # What it gives up
+//
+// The sliding window counter approximates; exact decisions need SlidingLog
+// and its memory. Counts are per process until the remote tier exists. The
+// table forgets an evicted or expired key entirely. RetryAfter assumes no
+// further events arrive, and for the window algorithms (which count refused
+// events too) a client that keeps sending pushes its own retry time back.
+package counting
