@@ -209,9 +209,9 @@ func SupportsLinkType(lt layers.LinkType) bool {
 type next uint8
 
 const (
-	nEthernet next = iota
-	nEtherType     // dispatch on etype; bytes start after the type field
-	nIPAny         // IPv4 or IPv6 by version nibble
+	nEthernet  next = iota
+	nEtherType      // dispatch on etype; bytes start after the type field
+	nIPAny          // IPv4 or IPv6 by version nibble
 	nIPv4
 	nIPv6
 	nProto // dispatch on proto; bytes start after the IP header

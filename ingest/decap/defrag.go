@@ -21,7 +21,7 @@ type fragKey struct {
 type datagram struct {
 	key   fragKey
 	buf   []byte // maxDatagram bytes once in use
-	have  [(maxDatagram + 7) / 8 / 64 + 1]uint64
+	have  [(maxDatagram+7)/8/64 + 1]uint64
 	total int // payload length, known once the last fragment arrived; else -1
 	high  int // the highest end of any fragment so far
 	proto uint8
