@@ -431,7 +431,7 @@ func newShape(chars string) *shape {
 var (
 	shapeNumber = newShape("0123456789.-")
 	shapeAddr   = newShape("0123456789abcdefABCDEF.:%unix-_")
-	shapeTime   = newShape("0123456789/:+-.TZ JanFebMrApyulgSOctNvD")
+	shapeTime   = newShape("0123456789/:+-.TZ abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 )
 
 func shapeOf(k kind) *shape {

@@ -32,7 +32,7 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 	if len(f.vars) > len(buf) {
 		spans = make([]span, len(f.vars))
 	}
-	if string(line[:min(len(f.lead), len(line))]) != f.lead {
+	if !hasLiteral(line, f.lead) {
 		return fieldError("", 0, "literal "+quote(f.lead)+" at the start", line)
 	}
 	budget := splitBudget
@@ -63,7 +63,7 @@ func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool 
 	v := &f.vars[i]
 	if i == len(f.vars)-1 {
 		end := len(line) - len(v.after)
-		if end < pos || string(line[end:]) != v.after {
+		if end < pos || !hasLiteral(line[end:], v.after) {
 			return false
 		}
 		if v.shape.misfit(line[pos:end]) >= 0 {
@@ -127,12 +127,26 @@ func indexLiteral(line []byte, from int, lit string, json bool) int {
 			return -1
 		}
 		j := from + k
-		if len(line)-j >= len(lit) && string(line[j:j+len(lit)]) == lit && !(json && lit[0] == '"' && escaped(line[:j])) {
+		if hasLiteral(line[j:], lit) && !(json && lit[0] == '"' && escaped(line[:j])) {
 			return j
 		}
 		from = j + 1
 	}
 	return -1
+}
+
+// hasLiteral reports whether b starts with lit; literals are short, so a loop
+// beats a call to memequal.
+func hasLiteral(b []byte, lit string) bool {
+	if len(b) < len(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if b[i] != lit[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // escaped reports whether b ends in an odd number of backslashes.

@@ -1,0 +1,52 @@
+package nginxlog
+
+import (
+	"testing"
+
+	"github.com/guardd/guardd/characteristics"
+)
+
+// benchParse parses line with parse, restoring it first since Parse may
+// unescape in place; the copy (a few ns) is part of what is measured.
+func benchParse(b *testing.B, line string, parse func([]byte, *characteristics.Event) error) {
+	src := []byte(line)
+	buf := make([]byte, len(src))
+	var e characteristics.Event
+	copy(buf, src)
+	if err := parse(buf, &e); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(buf, src)
+		if err := parse(buf, &e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const benchCombined = `203.0.113.7 - - [10/Oct/2023:13:55:36 +0000] "GET /products/item?id=12345&ref=home HTTP/1.1" 200 5316 "https://www.example.com/products" "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0.0.0 Safari/537.36"`
+
+func BenchmarkParseCombined(b *testing.B) {
+	benchParse(b, benchCombined, MustCompile("combined").Parse)
+}
+
+func BenchmarkParseCombinedEscaped(b *testing.B) {
+	benchParse(b, `203.0.113.7 - - [10/Oct/2023:13:55:36 +0000] "GET /caf\xC3\xA9?q=\x22x\x22 HTTP/1.1" 200 5316 "-" "Mozilla/5.0 \x22quoted\x22"`, MustCompile("combined").Parse)
+}
+
+func BenchmarkParseCustom(b *testing.B) {
+	benchParse(b, `192.0.2.44 51234 - - [10/Oct/2023:13:55:36 +0000] "GET /cart?id=7 HTTP/1.1" 200 512 "https://www.example.com/" "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0" 0.042 "203.0.113.9, 10.0.0.1" "s3ss10n" TLSv1.3 0.040`,
+		MustCompile(customDirective).Parse)
+}
+
+func BenchmarkParseJSONFormat(b *testing.B) {
+	benchParse(b, `{"ip":"2001:db8::1","port":"443","time":"2024-05-01T12:00:00+02:00","req":"GET /a?c=d HTTP/2.0","status":429,"ua":"Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0","host":"example.com","cookie":"a=1; b=2","ms":1714557600.250}`,
+		MustCompile(jsonDirective).Parse)
+}
+
+func BenchmarkParseJSON(b *testing.B) {
+	benchParse(b, `{"time_iso8601":"2024-05-01T12:00:00+00:00","remote_addr":"192.0.2.7","remote_port":"50000","request":"GET /x?y=1 HTTP/1.1","status":200,"body_bytes_sent":1234,"request_time":"0.005","http_referer":"-","http_user_agent":"Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0","http_host":"example.com"}`,
+		ParseJSON)
+}
