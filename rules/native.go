@@ -197,11 +197,17 @@ func compileNative(ctx context.Context, c *ast.Compiler, query string, slots *in
 type translator struct {
 	slots *int
 	vars  map[ast.Var]*operand
+	used  []usedOperand // operands read by the expression being translated
 }
 
 // condSig describes a condition for mergeAlts: op applied to the operand
 // written key with the constant string s. An empty op is a condition that
 // cannot be merged.
+type usedOperand struct {
+	o       *operand
+	viaCall bool // read as the argument of a nested call
+}
+
 type condSig struct {
 	op, key, s string
 	negated    bool
@@ -241,6 +247,7 @@ func (tr *translator) expr(e *ast.Expr) (cond, condSig, error) {
 	if len(e.With) > 0 {
 		return nil, condSig{}, unsup("%v: `with` is not compiled natively", e)
 	}
+	tr.used = tr.used[:0]
 	c, sig, err := tr.positive(e)
 	if err != nil {
 		return nil, condSig{}, unsup("%v: %v", e, err)
@@ -250,7 +257,28 @@ func (tr *translator) expr(e *ast.Expr) (cond, condSig, error) {
 			return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
 		}
 		inner := c
-		c = func(ev *characteristics.Event, st *state) bool { return !inner(ev, st) }
+		// OPA hoists the references among a call's operands, and nested
+		// calls, out of the negation (rewriteDynamics, rewriteExprTerms), so
+		// `not f(input.x)` fails, rather than holds, when input.x is
+		// undefined; `not input.x = "a"` holds.
+		var used []*operand
+		for _, u := range tr.used {
+			if u.viaCall || !e.IsEquality() {
+				used = append(used, u.o)
+			}
+		}
+		if e.IsCall() && len(used) > 0 {
+			c = func(ev *characteristics.Event, st *state) bool {
+				for _, o := range used {
+					if !o.present(ev, st) {
+						return false
+					}
+				}
+				return !inner(ev, st)
+			}
+		} else {
+			c = func(ev *characteristics.Event, st *state) bool { return !inner(ev, st) }
+		}
 		sig.negated = true
 	}
 	if sig.op == "" {
@@ -290,6 +318,10 @@ func (tr *translator) positive(e *ast.Expr) (cond, condSig, error) {
 		}
 	case "lower", "upper":
 		if len(args) == 2 {
+			call := &ast.Term{Value: ast.Call{ast.NewTerm(e.Operator()), args[0]}}
+			if ast.IsConstant(args[1].Value) {
+				return tr.compare("equal", call, args[1])
+			}
 			v, ok := args[1].Value.(ast.Var)
 			if !ok {
 				break
@@ -297,7 +329,7 @@ func (tr *translator) positive(e *ast.Expr) (cond, condSig, error) {
 			if _, bound := tr.vars[v]; bound {
 				break
 			}
-			return tr.bind(v, &ast.Term{Value: ast.Call{ast.NewTerm(e.Operator()), args[0]}})
+			return tr.bind(v, call)
 		}
 	case "internal.member_2":
 		if len(args) == 2 {
@@ -332,11 +364,16 @@ func (tr *translator) operand(t *ast.Term) (*operand, error) {
 	switch v := t.Value.(type) {
 	case ast.Var:
 		if o, ok := tr.vars[v]; ok {
+			tr.used = append(tr.used, usedOperand{o: o})
 			return o, nil
 		}
 		return nil, unsup("variable %v", v)
 	case ast.Ref:
-		return tr.inputRef(v)
+		o, err := tr.inputRef(v)
+		if err == nil {
+			tr.used = append(tr.used, usedOperand{o: o})
+		}
+		return o, err
 	case ast.Call:
 		if len(v) != 2 {
 			return nil, unsup("call %v", v)
@@ -345,9 +382,13 @@ func (tr *translator) operand(t *ast.Term) (*operand, error) {
 		if name != "lower" && name != "upper" {
 			return nil, unsup("call %v", v)
 		}
+		n := len(tr.used)
 		inner, err := tr.operand(v[1])
 		if err != nil {
 			return nil, err
+		}
+		for i := n; i < len(tr.used); i++ {
+			tr.used[i].viaCall = true
 		}
 		if inner.typ != tString || inner.fold != foldNone {
 			return nil, unsup("%v of a non-string or folded value", name)

@@ -1,0 +1,39 @@
+# METADATA
+# title: Aggressive crawling
+# description: >-
+#   Page views (not static assets, not API or XHR calls) counted per client
+#   address. A person reads pages; a scraper fetches them one after another.
+# custom:
+#   characteristics: [ip.src]
+#   period: 5m
+#   requests_per_period: 300
+#   action: rate_limit
+#   mitigation_timeout: 10m
+#   algorithm: sliding_window
+package guardd.rules.aggressive_crawl
+
+static := {
+	".css", ".js", ".mjs", ".map", ".json", ".png", ".jpg", ".jpeg", ".gif", ".webp",
+	".avif", ".svg", ".ico", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp4", ".webm",
+	".mp3", ".m3u8", ".ts", ".txt", ".xml", ".webmanifest", ".wasm",
+}
+
+# Prefixes of API, asset and framework endpoints that single-page apps call
+# many times per page view.
+api := {
+	"/api/", "/graphql", "/_next/", "/static/", "/assets/", "/wp-json/", "/wp-content/",
+	"/wp-includes/", "/ajax", "/xhr/", "/rest/", "/socket.io/", "/sockjs", "/cdn-cgi/",
+	"/__", "/.well-known/", "/health", "/metrics",
+}
+
+# Sec-Fetch-Dest values of sub-resources and fetch() calls; a page view is
+# "document" (or the header is absent, as in logs and older clients).
+subresource := {"empty", "script", "style", "image", "font", "audio", "video", "track", "worker", "sharedworker", "serviceworker", "manifest", "object", "embed", "report", "xslt"}
+
+count if {
+	input.http.method in {"GET", "HEAD"}
+	not strings.any_suffix_match(lower(input.http.path), static)
+	not strings.any_prefix_match(lower(input.http.path), api)
+	not input.http.headers["x-requested-with"]
+	not input.http.headers["sec-fetch-dest"] in subresource
+}
