@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is guardd's configuration file. Every field's zero value means its
+// default, so an empty file runs the built-in rules on nginx's combined format.
+type Config struct {
+	Log             LogConfig             `yaml:"log"`
+	Rules           RulesConfig           `yaml:"rules"`
+	Characteristics CharacteristicsConfig `yaml:"characteristics"`
+	Counting        CountingConfig        `yaml:"counting"`
+	Mitigation      MitigationConfig      `yaml:"mitigation"`
+	Fingerprint     FingerprintConfig     `yaml:"fingerprint"`
+}
+
+// LogConfig says how to read access logs.
+type LogConfig struct {
+	// Format is "combined" (default), a bare nginx format string, or a pasted
+	// log_format directive.
+	Format string `yaml:"format"`
+	// JSON reads one JSON object per line keyed by nginx variable names.
+	JSON bool `yaml:"json"`
+}
+
+// RulesConfig says which rules to load.
+type RulesConfig struct {
+	// DisableBuiltin leaves the embedded library out.
+	DisableBuiltin bool `yaml:"disable_builtin"`
+	// Dirs are directories of *.rego rules (and *_test.rego tests).
+	Dirs []string `yaml:"dirs"`
+	// EvalTimeout bounds a full Rego evaluation; default 10ms.
+	EvalTimeout time.Duration `yaml:"eval_timeout"`
+}
+
+// CharacteristicsConfig configures enrichment.
+type CharacteristicsConfig struct {
+	PrefixV4        int      `yaml:"prefix_v4"`
+	PrefixV6        int      `yaml:"prefix_v6"`
+	TrustedProxies  []string `yaml:"trusted_proxies"`
+	ASNDatabase     string   `yaml:"asn_database"`
+	CountryDatabase string   `yaml:"country_database"`
+}
+
+// CountingConfig bounds the counter tables.
+type CountingConfig struct {
+	// MaxKeys caps each rule's counter table; default 1,048,576.
+	MaxKeys int `yaml:"max_keys"`
+}
+
+// MitigationConfig configures the mitigation table.
+type MitigationConfig struct {
+	// Allowlist holds CIDRs and characteristic values that are never mitigated.
+	Allowlist AllowlistConfig `yaml:"allowlist"`
+	// StateDir keeps active mitigations across restarts.
+	StateDir string `yaml:"state_dir"`
+	// MaxEntries caps the table; default 1,000,000.
+	MaxEntries int `yaml:"max_entries"`
+}
+
+// AllowlistConfig lists what is never mitigated.
+type AllowlistConfig struct {
+	CIDRs []string `yaml:"cidrs"`
+	// Values maps a characteristic name to values, e.g.
+	// `http.headers["x-api-key"]: [partner-key]`.
+	Values map[string][]string `yaml:"values"`
+}
+
+// FingerprintConfig configures the sniffer.
+type FingerprintConfig struct {
+	// DisableJA4H turns JA4H off (FoxIO License 1.1, non-commercial).
+	DisableJA4H bool `yaml:"disable_ja4h"`
+}
+
+// loadConfig reads path strictly: unknown keys are errors, and every error
+// names the file and line. An empty path gives the defaults.
+func loadConfig(path string) (*Config, error) {
+	cfg := &Config{}
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := decodeConfig(data, cfg); err != nil {
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func decodeConfig(data []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return cfg.validate()
+}
+
+func (c *Config) validate() error {
+	for i, s := range c.Characteristics.TrustedProxies {
+		if _, err := parsePrefixOrAddr(s); err != nil {
+			return fmt.Errorf("characteristics.trusted_proxies[%d]: %q: want a CIDR or an address", i, s)
+		}
+	}
+	for i, s := range c.Mitigation.Allowlist.CIDRs {
+		if _, err := parsePrefixOrAddr(s); err != nil {
+			return fmt.Errorf("mitigation.allowlist.cidrs[%d]: %q: want a CIDR or an address", i, s)
+		}
+	}
+	if c.Counting.MaxKeys < 0 {
+		return fmt.Errorf("counting.max_keys: %d: want 0 (default) or more", c.Counting.MaxKeys)
+	}
+	if c.Rules.DisableBuiltin && len(c.Rules.Dirs) == 0 {
+		return errors.New("rules: builtin disabled and no dirs given: there would be no rules")
+	}
+	return nil
+}
+
+func parsePrefixOrAddr(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func mustPrefixes(ss []string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ss))
+	for _, s := range ss {
+		p, _ := parsePrefixOrAddr(s) // validated
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/ingest/replay"
+	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/engine"
+)
+
+func init() {
+	register("replay", "run the rules over access logs offline and print the mitigations they would make", runReplay)
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: guardd replay [--config FILE] [--json] [flags] LOG...\n\nLogs may be plain or gzip; give them oldest first.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	var (
+		configPath = fs.String("config", "", "configuration file (YAML)")
+		asJSON     = fs.Bool("json", false, "print one JSON object per mitigation per line")
+		format     = fs.String("format", "", `nginx log_format: "combined", a format string, or a pasted log_format directive (overrides the config)`)
+		logJSON    = fs.Bool("log-json", false, "logs are JSON objects keyed by nginx variable names")
+		noBuiltin  = fs.Bool("no-builtin", false, "leave out the built-in rule library")
+		mmdb       = fs.String("mmdb", "", "MaxMind database (.mmdb) for ip.src.asnum and ip.src.country")
+		workers    = fs.Int("workers", 0, "parallel workers (default: all cores)")
+		progress   = fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never")
+		ruleDirs   stringList
+	)
+	fs.Var(&ruleDirs, "rules", "directory of Rego rules (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd replay:", err)
+		return 1
+	}
+	if *format != "" {
+		cfg.Log.Format = *format
+	}
+	if *logJSON {
+		cfg.Log.JSON = true
+	}
+	if *noBuiltin {
+		cfg.Rules.DisableBuiltin = true
+	}
+	cfg.Rules.Dirs = append(cfg.Rules.Dirs, ruleDirs...)
+	if *mmdb != "" {
+		cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = *mmdb, *mmdb
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(stderr, "guardd replay:", err)
+		return 1
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := buildPipeline(cfg, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd replay:", err)
+		return 1
+	}
+	defer p.enricher.Close()
+
+	rc := replay.Config{Engine: p.engine, Enricher: p.enricher, Format: p.format, JSON: cfg.Log.JSON, Workers: *workers, Logger: logger}
+	var bar *progressBar
+	if *progress == "always" || (*progress == "auto" && isTerminal(stderr)) {
+		bar = &progressBar{w: stderr}
+		rc.Progress = bar.update
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := replay.Run(ctx, rc, fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd replay:", err)
+		return 1
+	}
+	ms := p.engine.Mitigations()
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	if *asJSON {
+		writeMitigationsJSON(out, ms)
+	} else {
+		writeMitigationsTable(out, ms)
+	}
+	rate := float64(st.Lines) / st.Elapsed.Seconds()
+	fmt.Fprintf(stderr, "guardd replay: %d lines (%d malformed) in %.2fs, %.0f lines/s; %d mitigations over %d requests; event time %s to %s\n",
+		st.Lines, st.Malformed, st.Elapsed.Seconds(), rate, len(ms), st.Mitigated, fmtTime(st.First), fmtTime(st.Last))
+	return 0
+}
+
+// pipeline is what replay and the daemon share: rules, engine, enrichment.
+type pipeline struct {
+	rules    *rules.Set
+	engine   *engine.Engine
+	enricher *characteristics.Enricher
+	format   *nginxlog.Format
+}
+
+func buildPipeline(cfg *Config, logger *slog.Logger) (*pipeline, error) {
+	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout}
+	var sets []*rules.Set
+	if !cfg.Rules.DisableBuiltin {
+		s, err := rules.Builtin(ropts)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, s)
+	}
+	for _, d := range cfg.Rules.Dirs {
+		s, err := rules.LoadDir(d, ropts)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, s)
+	}
+	set, err := rules.Merge(sets...)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(engine.Config{Rules: set, MaxKeys: cfg.Counting.MaxKeys})
+	if err != nil {
+		return nil, err
+	}
+	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{
+		PrefixV4: cfg.Characteristics.PrefixV4, PrefixV6: cfg.Characteristics.PrefixV6,
+		TrustedProxies: mustPrefixes(cfg.Characteristics.TrustedProxies),
+		ASNDatabase:    cfg.Characteristics.ASNDatabase, CountryDatabase: cfg.Characteristics.CountryDatabase,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline{rules: set, engine: eng, enricher: en}
+	if !cfg.Log.JSON {
+		f := cfg.Log.Format
+		if f == "" {
+			f = "combined"
+		}
+		if p.format, err = nginxlog.Compile(f); err != nil {
+			en.Close()
+			return nil, fmt.Errorf("log.format: %w", err)
+		}
+	}
+	return p, nil
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// scopeJSON keeps the rule's characteristic order in the JSON object.
+type scopeJSON []characteristics.Field
+
+func (s scopeJSON) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, f := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(f.Name)
+		v, _ := json.Marshal(f.Value)
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+type mitigationJSON struct {
+	Rule      string    `json:"rule"`
+	Action    string    `json:"action"`
+	Scope     scopeJSON `json:"scope"`
+	FirstSeen string    `json:"first_seen"`
+	LastSeen  string    `json:"last_seen"`
+	Count     int64     `json:"count"`
+	Trips     int64     `json:"trips"`
+	Expires   string    `json:"expires"`
+}
+
+func writeMitigationsJSON(w io.Writer, ms []engine.Mitigation) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, m := range ms {
+		enc.Encode(mitigationJSON{
+			Rule: m.Rule.Name, Action: m.Rule.Action, Scope: scopeJSON(m.Scope),
+			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
+			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
+		})
+	}
+}
+
+func writeMitigationsTable(w io.Writer, ms []engine.Mitigation) {
+	if len(ms) == 0 {
+		fmt.Fprintln(w, "no mitigations")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tACTION\tSCOPE\tCOUNT\tFIRST SEEN\tLAST SEEN")
+	for _, m := range ms {
+		var sc []string
+		for _, f := range m.Scope {
+			sc = append(sc, f.Name+"="+f.Value)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.Rule.Name, m.Rule.Action, strings.Join(sc, " "), m.Count, fmtTime(m.FirstSeen), fmtTime(m.LastSeen))
+	}
+	tw.Flush()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressBar draws one line on a terminal.
+type progressBar struct {
+	w    io.Writer
+	last int
+}
+
+func (b *progressBar) update(p replay.Progress) {
+	const width = 30
+	frac := 0.0
+	if p.Files > 0 {
+		frac = float64(p.FileIndex) / float64(p.Files)
+	}
+	if p.Done {
+		frac = 1
+	}
+	fill := int(frac * width)
+	rate := float64(p.Lines) / max(p.Elapsed.Seconds(), 1e-9)
+	line := fmt.Sprintf("\r[%s%s] file %d/%d  %d lines  %.0f lines/s  %d malformed",
+		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), min(p.FileIndex+1, p.Files), p.Files, p.Lines, rate, p.Malformed)
+	pad := max(b.last-len(line), 0)
+	b.last = len(line)
+	fmt.Fprint(b.w, line+strings.Repeat(" ", pad))
+	if p.Done {
+		fmt.Fprintln(b.w)
+	}
+}
