@@ -145,6 +145,8 @@ func decodeRecord(line []byte) (record, error) {
 	switch {
 	case w.Created.IsZero() || w.Expires.IsZero():
 		return record{}, errors.New("add record without created or expires")
+	case !inYearRange(w.Created) || !inYearRange(w.Expires):
+		return record{}, errors.New("add record with a time outside years 1 to 9999 UTC")
 	case w.Origin == "":
 		return record{}, errors.New("add record without origin")
 	case w.Origin == "rule" && w.Rule == "":
@@ -153,6 +155,11 @@ func decodeRecord(line []byte) (record, error) {
 	r.m = Mitigation{ID: w.ID, Rule: w.Rule, Action: a, Scope: sc,
 		Created: w.Created.UTC(), Expires: w.Expires.UTC(), Origin: w.Origin}
 	return r, nil
+}
+
+func inYearRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
 }
 
 // decodeStream reads records from r, calling apply for each. name is used in
