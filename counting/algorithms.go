@@ -8,13 +8,13 @@ import (
 // This file holds the per-algorithm arithmetic on one slot. Every function
 // here runs with the slot's shard locked.
 
-// windowOf returns the index of the aligned window holding now.
-func (t *Table) windowOf(now int64) int64 {
-	w := now / t.period
-	if now%t.period < 0 {
-		w--
+// windowStart returns the start of the aligned window holding now.
+func (t *Table) windowStart(now int64) int64 {
+	r := now % t.period
+	if r < 0 {
+		r += t.period
 	}
-	return w
+	return now - r
 }
 
 // expired says a key has been idle for more than two periods at now; its
@@ -22,8 +22,8 @@ func (t *Table) windowOf(now int64) int64 {
 func (t *Table) expired(s *shard, sl *slot, now int64) bool {
 	switch t.alg {
 	case SlidingWindow, FixedWindow:
-		// The last event was before the end of window sl.t.
-		return t.windowOf(now)-sl.t >= 3
+		// The last event was before the end of the window starting at sl.t.
+		return now-sl.t >= 3*t.period
 	case SlidingLog:
 		at, _ := s.log.entries(sl)
 		return len(at) == 0 || now-at[len(at)-1] > 2*t.period
@@ -36,7 +36,7 @@ func (t *Table) expired(s *shard, sl *slot, now int64) bool {
 func (t *Table) initLocked(s *shard, sl *slot, now int64) {
 	switch t.alg {
 	case SlidingWindow, FixedWindow:
-		sl.t, sl.a, sl.b = t.windowOf(now), 0, 0
+		sl.t, sl.a, sl.b = t.windowStart(now), 0, 0
 	case TokenBucket:
 		sl.t, sl.a, sl.b = now, t.requests, 0
 	case GCRA:
@@ -119,7 +119,7 @@ func (t *Table) usageLocked(s *shard, sl *slot, now int64) float64 {
 		return max(0, float64(sl.t-now)) / t.interval
 	default:
 		v, at := t.slidingView(sl, now)
-		return v.b*float64(t.period-(at-v.t*t.period))/float64(t.period) + v.a
+		return v.b*float64(t.period-(at-v.t))/float64(t.period) + v.a
 	}
 }
 
@@ -146,20 +146,20 @@ func retryAfter(ns float64) time.Duration {
 // events are ignored and counted by Late.
 
 func (t *Table) slidingAdd(s *shard, sl *slot, n float64, now int64) Result {
-	w := t.windowOf(now)
-	switch d := w - sl.t; {
-	case d == 0:
+	// No division on the common path: the slot holds its window's start.
+	switch e := now - sl.t; {
+	case e >= 0 && e < t.period:
 		sl.a += n
-	case d == 1:
-		sl.b, sl.a, sl.t = sl.a, n, w
-	case d > 1:
-		sl.b, sl.a, sl.t = 0, n, w
-	case d == -1:
+	case e >= t.period && e < 2*t.period:
+		sl.b, sl.a, sl.t = sl.a, n, sl.t+t.period
+	case e >= 2*t.period:
+		sl.b, sl.a, sl.t = 0, n, t.windowStart(now)
+	case e >= -t.period:
 		sl.b += n
-		now = sl.t * t.period
+		now = sl.t
 	default:
 		s.late++
-		now = sl.t * t.period
+		now = sl.t
 	}
 	return t.slidingResult(sl, now, n)
 }
@@ -169,21 +169,22 @@ func (t *Table) slidingAdd(s *shard, sl *slot, n float64, now int64) Result {
 // earlier).
 func (t *Table) slidingView(sl *slot, now int64) (slot, int64) {
 	v := *sl
-	switch w := t.windowOf(now); {
-	case w < v.t:
-		now = v.t * t.period
-	case w == v.t+1:
-		v.b, v.a, v.t = v.a, 0, w
-	case w > v.t+1:
-		v.b, v.a, v.t = 0, 0, w
+	switch e := now - v.t; {
+	case e < 0:
+		now = v.t
+	case e < t.period:
+	case e < 2*t.period:
+		v.b, v.a, v.t = v.a, 0, v.t+t.period
+	default:
+		v.b, v.a, v.t = 0, 0, t.windowStart(now)
 	}
 	return v, now
 }
 
 func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
 	p := float64(t.period)
-	ws := sl.t * t.period
-	est := sl.b*float64(t.period-(now-ws))/p + sl.a
+	ws := sl.t
+	est := sl.b*float64(t.period-(now-ws))*t.perNS + sl.a
 	r := Result{Count: est, Remaining: max(0, t.requests-est)}
 	if sl.a > 0 {
 		r.Reset = dur(ws + 2*t.period - now)
@@ -219,31 +220,31 @@ func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
 // Late; the key is judged as at the start of its window.
 
 func (t *Table) fixedAdd(s *shard, sl *slot, n float64, now int64) Result {
-	switch w := t.windowOf(now); {
-	case w == sl.t:
+	switch e := now - sl.t; {
+	case e >= 0 && e < t.period:
 		sl.a += n
-	case w > sl.t:
-		sl.a, sl.t = n, w
+	case e >= t.period:
+		sl.a, sl.t = n, t.windowStart(now)
 	default:
 		s.late++
-		now = sl.t * t.period
+		now = sl.t
 	}
 	return t.fixedResult(sl, now, n)
 }
 
 func (t *Table) fixedView(sl *slot, now int64) (slot, int64) {
 	v := *sl
-	switch w := t.windowOf(now); {
-	case w < v.t:
-		now = v.t * t.period
-	case w > v.t:
-		v.a, v.t = 0, w
+	switch e := now - v.t; {
+	case e < 0:
+		now = v.t
+	case e >= t.period:
+		v.a, v.t = 0, t.windowStart(now)
 	}
 	return v, now
 }
 
 func (t *Table) fixedResult(sl *slot, now int64, _ float64) Result {
-	end := (sl.t + 1) * t.period
+	end := sl.t + t.period
 	r := Result{Count: sl.a, Remaining: max(0, t.requests-sl.a)}
 	if sl.a > 0 {
 		r.Reset = dur(end - now)

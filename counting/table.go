@@ -16,6 +16,7 @@ type Table struct {
 	period   int64   // nanoseconds
 	requests float64 // limit per period
 	rate     float64 // TokenBucket: tokens per nanosecond
+	perNS    float64 // 1/period
 	interval float64 // GCRA: emission interval in nanoseconds
 	logCap   int     // SlidingLog: entries per key
 
@@ -27,8 +28,8 @@ type Table struct {
 
 // slot is one key's state. Its fields are read per algorithm:
 //
-//	SlidingWindow  t: window index (now/period)  a: current count  b: previous count
-//	FixedWindow    t: window index               a: current count
+//	SlidingWindow  t: start of current window  a: current count  b: previous count
+//	FixedWindow    t: start of current window  a: current count
 //	TokenBucket    t: time of last refill        a: tokens
 //	GCRA           t: theoretical arrival time
 //	SlidingLog     t: block in the shard's log   b: entries in the block
@@ -85,6 +86,7 @@ func NewTable(cfg Config) (*Table, error) {
 		period:     int64(l.Period),
 		requests:   l.Requests,
 		rate:       l.Requests / float64(l.Period),
+		perNS:      1 / float64(l.Period),
 		interval:   float64(l.Period) / l.Requests,
 		shardShift: uint(64 - bits.TrailingZeros(uint(nshards))),
 		shardCap:   maxKeys / nshards,
