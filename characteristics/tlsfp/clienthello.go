@@ -105,7 +105,9 @@ func ParseClientHello(msg []byte, ch *ClientHello) error {
 	if !body.ReadUint16(&ch.LegacyVersion) || !body.Skip(32) {
 		return malformed("version and random")
 	}
-	if !body.ReadUint8LengthPrefixed(&sessionID) || len(sessionID) > 32 {
+	// Session IDs over 32 bytes and an empty compression list break RFC 8446
+	// but not the framing: they are fingerprinted like any other hello.
+	if !body.ReadUint8LengthPrefixed(&sessionID) {
 		return malformed("session id")
 	}
 	if !body.ReadUint16LengthPrefixed(&ciphers) || len(ciphers)%2 != 0 {
@@ -116,7 +118,7 @@ func ParseClientHello(msg []byte, ch *ClientHello) error {
 		ciphers.ReadUint16(&c)
 		ch.Ciphers = append(ch.Ciphers, c)
 	}
-	if !body.ReadUint8LengthPrefixed(&compression) || len(compression) == 0 {
+	if !body.ReadUint8LengthPrefixed(&compression) {
 		return malformed("compression methods")
 	}
 	if body.Empty() {
