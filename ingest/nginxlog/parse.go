@@ -36,7 +36,7 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 		return fieldError("", 0, "literal "+quote(f.lead)+" at the start", line)
 	}
 	budget := splitBudget
-	if !f.split(line, len(f.lead), 0, spans, &budget) {
+	if !f.splitFirst(line, spans) && !f.split(line, len(f.lead), 0, spans, &budget) {
 		// No split fits the shapes of the values. Split greedily to report the
 		// first literal that is missing, or else the value that is wrong.
 		if err := f.splitGreedy(line, spans); err != nil {
@@ -91,6 +91,30 @@ func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool 
 		}
 		from = j + 1
 	}
+}
+
+// splitFirst is split without backtracking, the fast path: each value ends at
+// the first occurrence of the literal that follows it.
+func (f *Format) splitFirst(line []byte, spans []span) bool {
+	pos := len(f.lead)
+	json := f.escape == EscapeJSON
+	last := len(f.vars) - 1
+	for i := range last {
+		v := &f.vars[i]
+		j := indexLiteral(line, pos, v.after, json)
+		if j < 0 || v.shape.misfit(line[pos:j]) >= 0 {
+			return false
+		}
+		spans[i] = span{int32(pos), int32(j)}
+		pos = j + len(v.after)
+	}
+	v := &f.vars[last]
+	end := len(line) - len(v.after)
+	if end < pos || !hasLiteral(line[end:], v.after) || v.shape.misfit(line[pos:end]) >= 0 {
+		return false
+	}
+	spans[last] = span{int32(pos), int32(end)}
+	return true
 }
 
 // splitGreedy splits at the first occurrence of each literal, ignoring shapes,

@@ -3,7 +3,7 @@ package nginxlog
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
+	gzip "github.com/klauspost/compress/gzip"
 	"fmt"
 	"io"
 	"os"
