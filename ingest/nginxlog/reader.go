@@ -3,8 +3,8 @@ package nginxlog
 import (
 	"bufio"
 	"bytes"
-	gzip "github.com/klauspost/compress/gzip"
 	"fmt"
+	gzip "github.com/klauspost/compress/gzip"
 	"io"
 	"os"
 )
