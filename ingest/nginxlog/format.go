@@ -69,7 +69,7 @@ type variable struct {
 	name  string // nginx name, lower case, without '$'
 	kind  kind
 	also  kind   // for kHeader: kReferer, kUserAgent, kHost, kCookieHeader or kVar (nothing)
-	rank  uint8  // for kHost, kBytesSent, kJA3: a higher rank wins
+	rank  uint8  // for kHost, kBytesSent, kJA3 and times: a higher rank wins
 	key   string // header name, cookie name or Vars name
 	shape *shape // bytes the value may hold, nil for any
 	after string // the literal that follows, "" at the end of the format
@@ -183,7 +183,8 @@ func compileDirective(s string) (*Format, error) {
 
 // confTokens splits the rest of an nginx directive into its arguments, as
 // nginx's configuration reader does: words separated by white space, quoted
-// strings with \" \' \\ \n \r \t escapes, '#' comments, ended by ';'.
+// strings with \" \' \\ \n \r \t escapes, '#' comments, ended by ';'. Text
+// after the ';' is ignored.
 func confTokens(s string) ([]string, error) {
 	var args []string
 	i := 0
@@ -197,17 +198,8 @@ func confTokens(s string) ([]string, error) {
 				i++
 			}
 		case c == ';':
-			for j := i + 1; j < len(s); j++ {
-				if s[j] == '#' {
-					for j < len(s) && s[j] != '\n' {
-						j++
-					}
-					continue
-				}
-				if !isSpace(s[j]) {
-					return nil, fmt.Errorf("nginxlog: log_format: unexpected %q after ';': paste one directive", clip(s[j:]))
-				}
-			}
+			// The end of the directive. What follows (the next lines of a
+			// grep -A, an access_log directive) is not ours to read.
 			return args, nil
 		case c == '"' || c == '\'':
 			var b strings.Builder
@@ -359,11 +351,11 @@ func classify(name string) (k, also kind, rank uint8, off int) {
 	case "remote_port":
 		return kRemotePort, 0, 0, 0
 	case "time_local":
-		return kTimeLocal, 0, 0, 0
+		return kTimeLocal, 0, 1, 0
 	case "time_iso8601":
-		return kTimeISO, 0, 0, 0
+		return kTimeISO, 0, 2, 0
 	case "msec":
-		return kMsec, 0, 0, 0
+		return kMsec, 0, 3, 0
 	case "request":
 		return kRequest, 0, 0, 0
 	case "request_method":

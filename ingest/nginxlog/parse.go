@@ -3,6 +3,7 @@ package nginxlog
 import (
 	"bytes"
 	"net/netip"
+	"time"
 	"unsafe"
 
 	"github.com/guardd/guardd/characteristics"
@@ -194,8 +195,17 @@ func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // state is what Parse remembers across the variables of one line.
 type state struct {
-	hostRank, bytesRank, ja3Rank uint8
-	uri                          string
+	hostRank, bytesRank, ja3Rank, timeRank uint8
+	uri                                    string
+}
+
+// setTime keeps the most precise time of a line: $msec, then $time_iso8601,
+// then $time_local.
+func (st *state) setTime(e *characteristics.Event, t time.Time, rank uint8) {
+	if rank >= st.timeRank {
+		e.Time = t
+		st.timeRank = rank
+	}
 }
 
 func (st *state) finish(e *characteristics.Event) {
@@ -259,19 +269,19 @@ func applyValue(v *variable, val []byte, pos int, e *characteristics.Event, st *
 		if !ok {
 			return fieldError(v.name, pos, "a time like 10/Oct/2000:13:55:36 -0700", val)
 		}
-		e.Time = t
+		st.setTime(e, t, v.rank)
 	case kTimeISO:
 		t, ok := parseTimeISO(val)
 		if !ok {
 			return fieldError(v.name, pos, "a time like 2000-10-10T13:55:36-07:00", val)
 		}
-		e.Time = t
+		st.setTime(e, t, v.rank)
 	case kMsec:
 		t, ok := parseMsec(val)
 		if !ok {
 			return fieldError(v.name, pos, "seconds since the epoch like 1700000000.123", val)
 		}
-		e.Time = t
+		st.setTime(e, t, v.rank)
 	case kRequest:
 		if !parseRequest(s, e) {
 			e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: s})

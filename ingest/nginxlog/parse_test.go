@@ -30,6 +30,7 @@ var testFormats = map[string]string{
 	"none":     noneDirective,
 	"hosts":    `$host|$server_name|$http_host|$uri|$args|$request_method|$server_protocol|$bytes_sent|$ssl_server_name|$ssl_alpn_protocol|$ssl_ja3|$ssl_ja3_hash|$ssl_ja4|$msec`,
 	"uri":      `$remote_addr $request_method $request_uri $server_protocol $status`,
+	"times":    `$msec [$time_local] $time_iso8601`,
 }
 
 func mustFormat(t testing.TB, name string) *Format {
@@ -155,6 +156,16 @@ var parseCases = []parseCase{
 		line: `192.0.2.1 GET /p?q=1 HTTP/1.1 200`,
 		want: view{IP: "192.0.2.1", Method: "GET", Path: "/p", Query: "q=1", Protocol: "HTTP/1.1", Status: 200},
 	},
+	{
+		name: "msec-wins", format: "times",
+		line: `971186136.250 [10/Oct/2000:13:55:37 +0000] 2000-10-10T13:55:38+00:00`,
+		want: view{Time: "2000-10-10T13:55:36.25Z"},
+	},
+	{
+		name: "iso-wins-over-local", format: "times",
+		line: `- [10/Oct/2000:13:55:37 +0000] 2000-10-10T13:55:38+00:00`,
+		want: view{Time: "2000-10-10T13:55:38Z"},
+	},
 
 	{name: "bad-address", format: "combined", err: `$remote_addr at byte 0: want an IPv4 or IPv6 address, got "999.1.1.1"`,
 		line: `999.1.1.1 - - [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`},
@@ -257,7 +268,8 @@ func TestCompile(t *testing.T) {
 		{name: "bad-escape", in: `log_format x escape=xml '$a';`, err: `unknown escape "xml"; want default, json or none`},
 		{name: "no-string", in: `log_format main;`, err: "log_format main: no format string"},
 		{name: "unterminated-quote", in: `log_format main '$a`, err: "unterminated '-quoted string"},
-		{name: "two-directives", in: `log_format a '$a'; log_format b '$b';`, err: "after ';': paste one directive"},
+		{name: "grep-A3", in: "log_format main '$a - $b'\n  ' \"$c\"';\naccess_log /var/log/nginx/access.log main;\n}", text: `$a - $b "$c"`,
+			vars: []string{"a", "b", "c"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

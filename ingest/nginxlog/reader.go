@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	gzip "github.com/klauspost/compress/gzip"
 	"io"
 	"os"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // DefaultMaxLine is the longest line a Reader returns whole by default.
