@@ -167,6 +167,7 @@ func (m *Matches) reset(n int) {
 	clear(m.count)
 	clear(m.mitigate)
 	m.input = nil
+	m.st.next()
 }
 
 // Eval evaluates the counting and mitigation expressions of every rule of s

@@ -2,12 +2,14 @@ package rules
 
 import (
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
-	"time"
 	"testing/fstest"
+	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/rules/builtin"
 )
 
 // differential evaluates native and OPA on n generated events and reports
@@ -70,6 +72,9 @@ package guardd.rules.op
 count if {
 	` + body + `
 }
+
+sub if input.http.headers["sec-fetch-dest"] in {"empty", "image"}
+sub if startswith(input.http.path, "/api")
 `
 }
 
@@ -139,6 +144,7 @@ func TestNativeOps(t *testing.T) {
 		{`some p in {"/wp", "/php", "/api"}; startswith(lower(input.http.path), p)`, true},
 		{`some p in {".php", ".bak", "~"}; endswith(lower(input.http.path), p)`, true},
 		{`input.http.method == "POST"; some p in {"/login", "/signin"}; input.http.path == p; input.http.status == 401`, true},
+		{`input.http.method == "GET"; not sub`, true},
 		{`input.ip.src.x`, false},
 		{`object.get(input.http.headers, "accept", "") == "text/html"`, false},
 		{`not startswith(input.http.headers["x-requested-with"], "XML")`, true},
@@ -245,5 +251,24 @@ func TestMatchesBits(t *testing.T) {
 				t.Fatalf("status %d: rule %d count=%v mitigate=%v", 200+i, j, m.Count(j), m.Mitigate(j))
 			}
 		}
+	}
+}
+
+// BenchmarkEvalRule measures each built-in rule alone.
+func BenchmarkEvalRule(b *testing.B) {
+	entries, err := fs.Glob(builtin.FS, "*.rego")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range entries {
+		if strings.HasSuffix(name, "_test.rego") {
+			continue
+		}
+		data, _ := fs.ReadFile(builtin.FS, name)
+		s, err := Load(fstest.MapFS{name: {Data: data}}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(strings.TrimSuffix(name, ".rego"), func(b *testing.B) { benchEval(b, s) })
 	}
 }

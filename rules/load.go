@@ -565,7 +565,7 @@ func compileSet(c *ast.Compiler, rules []*Rule, opts Options) (*Set, error) {
 			var pred *predicate
 			if !opts.DisableNative {
 				var reason string
-				pred, reason = compileNative(ctx, c, q, new(int))
+				pred, reason = compileNative(ctx, c, q)
 				if pred == nil {
 					why = append(why, name+": "+reason)
 				}

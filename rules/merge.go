@@ -2,6 +2,7 @@ package rules
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/guardd/guardd/characteristics"
 )
@@ -77,11 +78,7 @@ func mergeAlts(alts [][]cond, sigs [][]condSig) [][]cond {
 func mergedCond(op string, o *operand, consts []string) cond {
 	switch op {
 	case "contains":
-		m := newMultiContains(consts)
-		return func(e *characteristics.Event, st *state) bool {
-			v, ok := o.str(e, st)
-			return ok && m.match(v)
-		}
+		return containsCond(o, consts)
 	case "startswith", "endswith":
 		m := newAffixSet(consts, op == "endswith")
 		return func(e *characteristics.Event, st *state) bool {
@@ -97,111 +94,180 @@ func mergedCond(op string, o *operand, consts []string) cond {
 	}
 }
 
-// multiContains reports whether a string contains any of a set of needles:
-// an Aho-Corasick automaton with a dense transition table over the byte
-// classes that occur in the needles, one table load per input byte.
-type multiContains struct {
-	classes [256]uint8
-	nclass  int
-	delta   []int32 // state*nclass + class -> state
-	accept  []bool
-	empty   bool
+// containsCond reports whether o contains any of needles. For lower(x) with
+// lower-case ASCII needles it scans x itself, folding ASCII case on the fly,
+// and lower-cases x only when x has non-ASCII bytes (whose lower case may
+// be ASCII, as the Kelvin sign's is k).
+func containsCond(o *operand, needles []string) cond {
+	m := newMultiContains(needles)
+	fused := o.fold == foldLower && o.base != nil
+	for _, n := range needles {
+		for i := 0; i < len(n); i++ {
+			if n[i] >= utf8.RuneSelf || ('A' <= n[i] && n[i] <= 'Z') {
+				fused = false
+			}
+		}
+	}
+	if !fused {
+		return func(e *characteristics.Event, st *state) bool {
+			v, ok := o.str(e, st)
+			return ok && m.match(v, false)
+		}
+	}
+	return func(e *characteristics.Event, st *state) bool {
+		v, ok := o.base.str(e, st)
+		if !ok {
+			return false
+		}
+		if m.match(v, true) {
+			return true
+		}
+		if isASCII(v) {
+			return false
+		}
+		lv, _ := o.str(e, st)
+		return m.match(lv, false)
+	}
 }
+
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		_ = s[i+7]
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if w&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// multiContains finds any of a set of needles in a string with the
+// Wu-Manber algorithm: a shift table over 2-byte blocks lets the scan jump
+// ahead by up to m-1 bytes (m = the shortest needle) where no needle can end,
+// and needles are compared only where the table says one may. Bytes are
+// hashed with |0x20, so one table serves both the exact and the
+// ASCII-case-folded match.
+type multiContains struct {
+	m      int // length of the shortest needle
+	empty  bool
+	shift  [1 << 12]uint8
+	filter [1 << 10]uint64 // hashes of the first min(m, 4) bytes of each needle
+	byHash map[uint16][]string
+}
+
+const hashMul = 0x9E3779B1
 
 func newMultiContains(needles []string) *multiContains {
-	m := &multiContains{}
-	n := 1
-	for _, s := range needles {
-		if s == "" {
-			m.empty = true
+	mc := &multiContains{m: 255, byHash: map[uint16][]string{}}
+	for _, n := range needles {
+		if n == "" {
+			mc.empty = true
+			continue
 		}
-		for i := 0; i < len(s); i++ {
-			if m.classes[s[i]] == 0 {
-				m.classes[s[i]] = uint8(n)
-				n++
-				if n > 255 {
-					// Too many distinct bytes for a dense table: fall back
-					// to one class per byte value.
-					for b := range m.classes {
-						m.classes[b] = uint8(b)
-					}
-					n = 256
-					break
-				}
+		mc.m = min(mc.m, len(n))
+	}
+	if mc.empty {
+		return mc
+	}
+	m := mc.m
+	for i := range mc.shift {
+		mc.shift[i] = uint8(max(m-1, 1))
+	}
+	for _, n := range needles {
+		if m >= 2 {
+			for j := 2; j <= m; j++ {
+				h := blockHash(n[j-2], n[j-1])
+				mc.shift[h] = min(mc.shift[h], uint8(m-j))
 			}
 		}
-		if n == 256 {
-			break
-		}
+		h := mc.prefixHash(n, 0)
+		mc.filter[h>>6] |= 1 << (h & 63)
+		mc.byHash[h] = append(mc.byHash[h], n)
 	}
-	if n == 256 {
-		for b := range m.classes {
-			m.classes[b] = uint8(b)
-		}
-	}
-	m.nclass = n
-	// Trie.
-	type node struct {
-		next map[int]int32
-		fail int32
-	}
-	nodes := []node{{next: map[int]int32{}}}
-	var accept []bool
-	accept = append(accept, false)
-	for _, s := range needles {
-		st := int32(0)
-		for i := 0; i < len(s); i++ {
-			c := int(m.classes[s[i]])
-			nx, ok := nodes[st].next[c]
-			if !ok {
-				nx = int32(len(nodes))
-				nodes = append(nodes, node{next: map[int]int32{}})
-				accept = append(accept, false)
-				nodes[st].next[c] = nx
-			}
-			st = nx
-		}
-		accept[st] = true
-	}
-	// Breadth-first: failure links and the dense table.
-	m.delta = make([]int32, len(nodes)*n)
-	queue := []int32{0}
-	for len(queue) > 0 {
-		st := queue[0]
-		queue = queue[1:]
-		f := nodes[st].fail
-		if accept[f] {
-			accept[st] = true
-		}
-		for c := 0; c < n; c++ {
-			if nx, ok := nodes[st].next[c]; ok {
-				if st == 0 {
-					nodes[nx].fail = 0
-				} else {
-					nodes[nx].fail = m.delta[int(f)*n+c]
-				}
-				m.delta[int(st)*n+c] = nx
-				queue = append(queue, nx)
-			} else if st != 0 {
-				m.delta[int(st)*n+c] = m.delta[int(f)*n+c]
-			}
-		}
-	}
-	m.accept = accept
-	return m
+	return mc
 }
 
-func (m *multiContains) match(s string) bool {
-	if m.empty {
+func blockHash(a, b byte) uint16 {
+	w := (uint32(a) | uint32(b)<<8) | 0x2020
+	return uint16((w * hashMul) >> 20)
+}
+
+func (mc *multiContains) prefixHash(s string, i int) uint16 {
+	var w uint32
+	k := min(mc.m, 4)
+	if k == 4 {
+		_ = s[i+3]
+		w = uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
+	} else {
+		for j := 0; j < k; j++ {
+			w |= uint32(s[i+j]) << (8 * j)
+		}
+	}
+	w |= 0x20202020 >> (8 * (4 - k))
+	return uint16((w * hashMul) >> 16)
+}
+
+// match reports whether s contains a needle; with fold, upper-case ASCII
+// letters of s match their lower-case needles.
+func (mc *multiContains) match(s string, fold bool) bool {
+	if mc.empty {
 		return true
 	}
-	st := int32(0)
-	n := int32(m.nclass)
-	for i := 0; i < len(s); i++ {
-		st = m.delta[st*n+int32(m.classes[s[i]])]
-		if m.accept[st] {
+	m := mc.m
+	if m == 1 {
+		for i := range len(s) {
+			if mc.candidate(s, i, fold) {
+				return true
+			}
+		}
+		return false
+	}
+	for end := m; end <= len(s); {
+		sh := mc.shift[blockHash(s[end-2], s[end-1])]
+		if sh > 0 {
+			end += int(sh)
+			continue
+		}
+		if mc.candidate(s, end-m, fold) {
+			return true
+		}
+		end++
+	}
+	return false
+}
+
+func (mc *multiContains) candidate(s string, i int, fold bool) bool {
+	h := mc.prefixHash(s, i)
+	if mc.filter[h>>6]&(1<<(h&63)) == 0 {
+		return false
+	}
+	for _, n := range mc.byHash[h] {
+		if len(s)-i >= len(n) && equalAt(s[i:i+len(n)], n, fold) {
 			return true
 		}
 	}
 	return false
+}
+
+func equalAt(s, n string, fold bool) bool {
+	if !fold {
+		return s == n
+	}
+	for j := 0; j < len(n); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != n[j] {
+			return false
+		}
+	}
+	return true
 }

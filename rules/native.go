@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -46,21 +47,54 @@ func (p *predicate) eval(e *characteristics.Event, st *state) bool {
 	return false
 }
 
-// state is per-goroutine scratch space for formatted and case-folded values.
+// state is per-goroutine scratch space: the values of formatted and
+// case-folded operands, computed once per event and shared by every rule
+// that reads them.
 type state struct {
+	gen  uint32   // current event; a slot is valid when gens[slot] == gen
+	gens []uint32 // event of each slot's value
+	vals []string
+	oks  []bool
 	bufs [][]byte
 }
 
-func (st *state) buf(slot int) []byte {
-	if slot >= len(st.bufs) {
-		st.bufs = append(st.bufs, make([][]byte, slot+1-len(st.bufs))...)
+// next invalidates every cached value.
+func (st *state) next() {
+	st.gen++
+	if st.gen == 0 {
+		clear(st.gens)
+		st.gen = 1
 	}
-	return st.bufs[slot][:0]
 }
 
-func (st *state) keep(slot int, b []byte) string {
-	st.bufs[slot] = b
-	return unsafe.String(unsafe.SliceData(b), len(b))
+func (st *state) grow(slot int) {
+	if slot < len(st.gens) {
+		return
+	}
+	n := max(slot+1, 2*len(st.gens))
+	st.gens = append(st.gens, make([]uint32, n-len(st.gens))...)
+	st.vals = append(st.vals, make([]string, n-len(st.vals))...)
+	st.oks = append(st.oks, make([]bool, n-len(st.oks))...)
+	st.bufs = append(st.bufs, make([][]byte, n-len(st.bufs))...)
+}
+
+// slots numbers the cached operands of every set, by canonical name, so that
+// sets loaded apart (and merged) agree on them. It grows with the distinct
+// operands of the rules ever loaded, which are configuration.
+var slots = struct {
+	sync.Mutex
+	m map[string]int
+}{m: map[string]int{}}
+
+func slotFor(key string) int {
+	slots.Lock()
+	defer slots.Unlock()
+	s, ok := slots.m[key]
+	if !ok {
+		s = len(slots.m)
+		slots.m[key] = s
+	}
+	return s
 }
 
 type valType uint8
@@ -82,40 +116,44 @@ type operand struct {
 	typ  valType
 	kind characteristics.Kind
 	fold int
-	slot int // scratch slot for formatted or folded values, -1 if none
+	base *operand // the operand that fold applies to
+	slot int      // cache slot, -1 when the value is read directly
 }
 
 func (o *operand) str(e *characteristics.Event, st *state) (string, bool) {
+	if o.slot < 0 {
+		return o.c.Str(e)
+	}
+	st.grow(o.slot)
+	if st.gens[o.slot] == st.gen {
+		return st.vals[o.slot], st.oks[o.slot]
+	}
 	var s string
-	switch o.kind {
-	case characteristics.KindAddr:
-		if !e.IP.IsValid() {
-			return "", false
+	var ok bool
+	switch {
+	case o.fold != foldNone:
+		if s, ok = o.base.str(e, st); ok {
+			b := foldInto(st.bufs[o.slot][:0], s, o.fold)
+			st.bufs[o.slot] = b
+			s = unsafe.String(unsafe.SliceData(b), len(b))
 		}
-		b := e.IP.AppendTo(st.buf(o.slot))
-		s = st.keep(o.slot, b)
-		if o.fold == foldNone {
-			return s, true
+	case o.kind == characteristics.KindAddr:
+		if ok = e.IP.IsValid(); ok {
+			b := e.IP.AppendTo(st.bufs[o.slot][:0])
+			st.bufs[o.slot] = b
+			s = unsafe.String(unsafe.SliceData(b), len(b))
 		}
-	case characteristics.KindPrefix:
-		if !e.Prefix.IsValid() {
-			return "", false
-		}
-		b := e.Prefix.AppendTo(st.buf(o.slot))
-		s = st.keep(o.slot, b)
-		if o.fold == foldNone {
-			return s, true
+	case o.kind == characteristics.KindPrefix:
+		if ok = e.Prefix.IsValid(); ok {
+			b := e.Prefix.AppendTo(st.bufs[o.slot][:0])
+			st.bufs[o.slot] = b
+			s = unsafe.String(unsafe.SliceData(b), len(b))
 		}
 	default:
-		var ok bool
-		if s, ok = o.c.Str(e); !ok {
-			return "", false
-		}
-		if o.fold == foldNone {
-			return s, true
-		}
+		s, ok = o.c.Str(e)
 	}
-	return st.keep(o.slot, foldInto(st.buf(o.slot), s, o.fold)), true
+	st.gens[o.slot], st.vals[o.slot], st.oks[o.slot] = st.gen, s, ok
+	return s, ok
 }
 
 // foldInto appends strings.ToLower(s) (or ToUpper) to dst without allocating
@@ -164,7 +202,7 @@ func unsup(format string, args ...any) error { return unsupported{fmt.Sprintf(fo
 
 // compileNative partially evaluates query with input unknown and translates
 // the residual into a predicate. On failure it returns nil and the reason.
-func compileNative(ctx context.Context, c *ast.Compiler, query string, slots *int) (*predicate, string) {
+func compileNative(ctx context.Context, c *ast.Compiler, query string) (*predicate, string) {
 	pq, err := rego.New(
 		rego.Compiler(c),
 		rego.Query(query),
@@ -173,10 +211,14 @@ func compileNative(ctx context.Context, c *ast.Compiler, query string, slots *in
 	if err != nil {
 		return nil, "partial evaluation: " + err.Error()
 	}
-	if len(pq.Support) > 0 {
-		return nil, fmt.Sprintf("partial evaluation kept support rules (%d)", len(pq.Support))
+	ss := &supportSet{rules: map[string][]*ast.Rule{}, preds: map[string]*predicate{}, busy: map[string]bool{}}
+	for _, m := range pq.Support {
+		for _, r := range m.Rules {
+			k := r.Path().String()
+			ss.rules[k] = append(ss.rules[k], r)
+		}
 	}
-	tr := &translator{slots: slots}
+	tr := &translator{support: ss}
 	p := &predicate{}
 	var texts []string
 	var sigs [][]condSig
@@ -194,10 +236,51 @@ func compileNative(ctx context.Context, c *ast.Compiler, query string, slots *in
 	return p, ""
 }
 
+// supportSet translates the support rules that partial evaluation keeps
+// (for example for `not helper` when helper cannot be inlined), each into a
+// predicate: true when one of its bodies holds.
+type supportSet struct {
+	rules map[string][]*ast.Rule
+	preds map[string]*predicate
+	busy  map[string]bool
+}
+
+func (ss *supportSet) pred(path string) (*predicate, error) {
+	if p, ok := ss.preds[path]; ok {
+		return p, nil
+	}
+	rules, ok := ss.rules[path]
+	if !ok {
+		return nil, unsup("reference %s", path)
+	}
+	if ss.busy[path] {
+		return nil, unsup("recursive support rule %s", path)
+	}
+	ss.busy[path] = true
+	p := &predicate{}
+	var sigs [][]condSig
+	for _, r := range rules {
+		if r.Default || r.Else != nil || len(r.Head.Args) > 0 || r.Head.Key != nil ||
+			(r.Head.Value != nil && !r.Head.Value.Equal(ast.BooleanTerm(true))) {
+			return nil, unsup("support rule %v", r.Head)
+		}
+		tr := &translator{support: ss}
+		alt, sig, err := tr.body(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		p.alts = append(p.alts, alt)
+		sigs = append(sigs, sig)
+	}
+	p.alts = mergeAlts(p.alts, sigs)
+	ss.preds[path] = p
+	return p, nil
+}
+
 type translator struct {
-	slots *int
-	vars  map[ast.Var]*operand
-	used  []usedOperand // operands read by the expression being translated
+	support *supportSet
+	vars    map[ast.Var]*operand
+	used []usedOperand // operands read by the expression being translated
 }
 
 // condSig describes a condition for mergeAlts: op applied to the operand
@@ -216,12 +299,6 @@ type condSig struct {
 
 func (sig condSig) String() string {
 	return fmt.Sprintf("%s(%s,%q,%v)", sig.op, sig.key, sig.s, sig.negated)
-}
-
-func (tr *translator) newSlot() int {
-	s := *tr.slots
-	*tr.slots++
-	return s
 }
 
 func (tr *translator) body(body ast.Body) ([]cond, []condSig, error) {
@@ -394,11 +471,12 @@ func (tr *translator) operand(t *ast.Term) (*operand, error) {
 			return nil, unsup("%v of a non-string or folded value", name)
 		}
 		o := *inner
+		o.base = inner
 		o.fold = foldLower
 		if name == "upper" {
 			o.fold = foldUpper
 		}
-		o.slot = tr.newSlot()
+		o.slot = slotFor(name + "(" + inner.c.String() + ")")
 		return &o, nil
 	}
 	return nil, unsup("operand %v", t)
@@ -437,7 +515,7 @@ func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
 			o.typ = tString
 		}
 	case characteristics.KindAddr, characteristics.KindPrefix:
-		o.slot = tr.newSlot()
+		o.slot = slotFor(c.String())
 	}
 	return o, nil
 }
@@ -458,6 +536,13 @@ func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
 			return nil, condSig{}, nil
 		}
 		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	if ref, ok := t.Value.(ast.Ref); ok && ref.HasPrefix(ast.DefaultRootRef) && tr.support != nil {
+		p, err := tr.support.pred(ref.String())
+		if err != nil {
+			return nil, condSig{}, err
+		}
+		return p.eval, condSig{}, nil
 	}
 	o, err := tr.operand(t)
 	if err != nil {
@@ -670,6 +755,9 @@ func (tr *translator) strOp(op string, x, arg *ast.Term) (cond, condSig, error) 
 	case "endswith":
 		f = strings.HasSuffix
 	default:
+		if o.fold == foldLower {
+			return containsCond(o, []string{s}), sig, nil
+		}
 		f = strings.Contains
 	}
 	return func(e *characteristics.Event, st *state) bool {

@@ -35,5 +35,10 @@ count if {
 	not strings.any_suffix_match(lower(input.http.path), static)
 	not strings.any_prefix_match(lower(input.http.path), api)
 	not input.http.headers["x-requested-with"]
-	not input.http.headers["sec-fetch-dest"] in subresource
+	not subresource_fetch
 }
+
+# A helper, not `not input.http.headers["sec-fetch-dest"] in subresource`:
+# Rego evaluates the header reference of a negated call outside the `not`,
+# so that form fails, rather than holds, when the header is absent.
+subresource_fetch if input.http.headers["sec-fetch-dest"] in subresource

@@ -13,14 +13,16 @@
 #   algorithm: sliding_window
 package guardd.rules.scanner_ua
 
-# Lower-case fragments of the default user agents of attack tools.
+# Lower-case fragments of the default user agents of attack tools. Each is
+# at least six bytes long, as the tools write them ("Nikto/2.1.6",
+# "Mozilla/4.0 (Hydra)"), which keeps them specific and the scan fast.
 tools := {
-	"sqlmap", "nikto", "nmap scripting engine", "nmap nse", "masscan", "zgrab",
+	"sqlmap", "nikto/", "nmap scripting engine", "nmap nse", "masscan", "zgrab/",
 	"nuclei", "wpscan", "dirbuster", "gobuster", "feroxbuster", "fuzz faster u fool",
-	"ffuf", "wfuzz", "dirb/", "acunetix", "netsparker", "openvas", "w3af", "arachni",
-	"skipfish", "havij", "jaeles", "whatweb", "zmeu", "morfeus", "nessus", "joomscan",
-	"commix", "xsstrike", "hydra", "medusa/", "brutus", "appscan", "webinspect",
-	"paros", "burpcollaborator", "interact.sh", "censysinspect",
+	"wfuzz/", "acunetix", "netsparker", "openvas", "w3af.org", "arachni",
+	"skipfish", " havij", "jaeles", "whatweb", "morfeus", "nessus", "joomscan",
+	"commix", "xsstrike", "(hydra)", "medusa/", "brutus", "appscan", "webinspect",
+	"paros/", "burpcollaborator", "interact.sh", "censysinspect",
 }
 
 count if {
