@@ -1,0 +1,330 @@
+//go:build linux
+
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/ingest/decap"
+	"golang.org/x/sys/unix"
+)
+
+// netns creates a network namespace with lo up, removed when the test ends.
+// It skips when not root or when ip is missing.
+func netns(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("ip (iproute2) not installed")
+	}
+	name := fmt.Sprintf("guardd-cap-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	if out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set lo up: %v: %s", err, out)
+	}
+	return name
+}
+
+// inNetns runs fn on a thread inside the namespace; sockets created by fn
+// stay in it afterwards.
+func inNetns(t *testing.T, name string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var failed error
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			failed = err
+			runtime.UnlockOSThread()
+			return
+		}
+		defer unix.Close(orig)
+		target, err := unix.Open("/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			failed = err
+			runtime.UnlockOSThread()
+			return
+		}
+		defer unix.Close(target)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			failed = err
+			runtime.UnlockOSThread()
+			return
+		}
+		fn()
+		if err := unix.Setns(orig, unix.CLONE_NEWNET); err != nil {
+			failed = err
+			return // the thread stays locked and dies with the goroutine
+		}
+		runtime.UnlockOSThread()
+	}()
+	<-done
+	if failed != nil {
+		t.Fatalf("netns %s: %v", name, failed)
+	}
+}
+
+// drain reads packets until the source is idle for its read timeout.
+func drain(t *testing.T, src Source) []decap.Packet {
+	t.Helper()
+	d := decap.NewDecoder(decap.Config{})
+	var out []decap.Packet
+	var p Packet
+	last := 0
+	for {
+		err := src.ReadPacket(&p)
+		if errors.Is(err, ErrTimeout) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Frame != last+1 || len(p.Data) != p.CaptureLength || p.Time.IsZero() {
+			t.Fatalf("packet frame %d after %d, %d/%d bytes, time %v", p.Frame, last, len(p.Data), p.CaptureLength, p.Time)
+		}
+		last = p.Frame
+		var dp decap.Packet
+		if err := d.Decode(p.Data, p.LinkType, &dp); err == nil {
+			dp.Payload = append([]byte(nil), dp.Payload...)
+			out = append(out, dp)
+		}
+	}
+}
+
+func TestLiveCapture(t *testing.T) {
+	ns := netns(t)
+	var (
+		src, any  *LiveSource
+		udp, udp6 net.Conn
+		tcp       net.Conn
+		ln        net.Listener
+		err       error
+	)
+	inNetns(t, ns, func() {
+		if src, err = OpenLive(LiveConfig{Interface: "lo", ReadTimeout: 300 * time.Millisecond, BlockSize: 1 << 17, NumBlocks: 4}); err != nil {
+			return
+		}
+		if any, err = OpenLive(LiveConfig{ReadTimeout: 300 * time.Millisecond}); err != nil {
+			return
+		}
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
+			return
+		}
+		t.Cleanup(func() { pc.Close() })
+		if udp, err = net.Dial("udp4", pc.LocalAddr().String()); err != nil {
+			return
+		}
+		var pc6 net.PacketConn
+		if pc6, err = net.ListenPacket("udp6", "[::1]:0"); err != nil {
+			return
+		}
+		t.Cleanup(func() { pc6.Close() })
+		if udp6, err = net.Dial("udp6", pc6.LocalAddr().String()); err != nil {
+			return
+		}
+		if ln, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+			return
+		}
+		tcp, err = net.Dial("tcp4", ln.Addr().String())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	defer any.Close()
+	defer ln.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		c   net.Conn
+		msg string
+	}{{udp, "hello-udp"}, {udp6, "hello-udp6"}, {tcp, "hello-tcp"}} {
+		if _, err := w.c.Write([]byte(w.msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 64)
+	if _, err := io.ReadAtLeast(server, buf, len("hello-tcp")); err != nil {
+		t.Fatal(err)
+	}
+	server.Write([]byte("reply")) // acked by a pure ACK the filter drops
+	io.ReadAtLeast(tcp, buf, 5)
+	tcp.Close()
+	server.Close()
+
+	got := drain(t, src)
+	seen := map[string]bool{}
+	var syn, fin bool
+	for _, p := range got {
+		if len(p.Payload) > 0 && seen[string(p.Payload)] {
+			t.Errorf("%q captured twice: the outgoing copy on lo passed", p.Payload)
+		}
+		seen[string(p.Payload)] = true
+		syn = syn || p.TCPFlags&decap.TCPSyn != 0
+		fin = fin || p.TCPFlags&decap.TCPFin != 0
+		if p.Proto == 6 && len(p.Payload) == 0 && p.TCPFlags&(decap.TCPSyn|decap.TCPFin|decap.TCPRst) == 0 {
+			t.Errorf("the default filter passed a pure ACK: %+v", p)
+		}
+	}
+	for _, want := range []string{"hello-udp", "hello-udp6", "hello-tcp", "reply"} {
+		if !seen[want] {
+			t.Errorf("%q not captured on lo (got %d packets)", want, len(got))
+		}
+	}
+	if !syn || !fin {
+		t.Errorf("SYN captured %v, FIN captured %v", syn, fin)
+	}
+	received, dropped, err := src.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if received < uint64(len(got)) || dropped > received {
+		t.Errorf("stats received %d dropped %d, after reading %d packets", received, dropped, len(got))
+	}
+	t.Logf("lo: %d packets decoded, kernel received %d dropped %d", len(got), received, dropped)
+
+	anySeen := 0
+	for _, p := range drain(t, any) {
+		if string(p.Payload) == "hello-udp" {
+			anySeen++
+		}
+	}
+	if anySeen != 1 {
+		t.Errorf(`"hello-udp" captured %d times on any, want once`, anySeen)
+	}
+}
+
+// TestLiveFanout checks that two sources in one fanout group split the
+// traffic: every datagram is captured by exactly one of them.
+func TestLiveFanout(t *testing.T) {
+	ns := netns(t)
+	var srcs [2]*LiveSource
+	var conns []net.Conn
+	var err error
+	group := uint16(os.Getpid()%60000 + 1)
+	inNetns(t, ns, func() {
+		for i := range srcs {
+			if srcs[i], err = OpenLive(LiveConfig{Interface: "lo", FanoutGroup: group, ReadTimeout: 300 * time.Millisecond}); err != nil {
+				return
+			}
+		}
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
+			return
+		}
+		t.Cleanup(func() { pc.Close() })
+		for range 32 {
+			var c net.Conn
+			if c, err = net.Dial("udp4", pc.LocalAddr().String()); err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs {
+		defer s.Close()
+	}
+	for i, c := range conns {
+		if _, err := fmt.Fprintf(c, "flow-%d", i); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	count := map[string]int{}
+	per := [2]int{}
+	for i, s := range srcs {
+		for _, p := range drain(t, s) {
+			if strings.HasPrefix(string(p.Payload), "flow-") {
+				count[string(p.Payload)]++
+				per[i]++
+			}
+		}
+	}
+	for i := range conns {
+		if n := count[fmt.Sprintf("flow-%d", i)]; n != 1 {
+			t.Errorf("flow-%d captured %d times, want once across the group", i, n)
+		}
+	}
+	t.Logf("per source %v", per)
+	if per[0] == 0 || per[1] == 0 {
+		t.Errorf("fanout split %v: one source got nothing from 32 flows", per)
+	}
+}
+
+// TestLiveClose unblocks a ReadPacket waiting on an idle interface.
+func TestLiveClose(t *testing.T) {
+	ns := netns(t)
+	var src *LiveSource
+	var err error
+	inNetns(t, ns, func() { src, err = OpenLive(LiveConfig{Interface: "lo"}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		var p Packet
+		done <- src.ReadPacket(&p)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("ReadPacket after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("ReadPacket still blocked 2 s after Close")
+	}
+	if err := src.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, _, err := src.Stats(); err != nil {
+		t.Errorf("Stats after Close: %v", err)
+	}
+}
+
+func TestOpenLiveConfig(t *testing.T) {
+	for _, c := range []struct {
+		cfg  LiveConfig
+		want string
+	}{
+		{LiveConfig{SnapLen: 10}, "snaplen"},
+		{LiveConfig{BlockSize: 1000}, "block size"},
+		{LiveConfig{BlockSize: 4096}, "block size"},
+		{LiveConfig{NumBlocks: -1}, "blocks"},
+		{LiveConfig{ReadTimeout: -1}, "timeout"},
+		{LiveConfig{Interface: "no-such-if0"}, "no-such-if0"},
+	} {
+		if _, err := OpenLive(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("OpenLive(%+v): %v, want an error about %s", c.cfg, err, c.want)
+		}
+	}
+}
