@@ -9,8 +9,9 @@
 //     ErrMalformed, never a panic.
 //   - Scanner follows the record layer of one client-to-server stream and
 //     emits every ClientHello in it (hellos over several records, several
-//     messages per record, the second hello after a HelloRetryRequest), and
-//     FindHello finds a hello behind an unknown preamble such as STARTTLS.
+//     messages per record, the second hello after a HelloRetryRequest),
+//     SOCKSPreamble measures a SOCKS4/4a/5 preamble to skip, and FindHello
+//     finds a hello behind an unknown preamble such as STARTTLS.
 //   - Parsing and scanning reuse the caller's ClientHello and Scanner and do
 //     not allocate once their buffers have grown; Compute allocates only the
 //     strings it returns.
@@ -18,9 +19,10 @@
 // It gives up:
 //   - DTLS (not parsed), and JA3 for SSLv2-compatible hellos (none is defined:
 //     the JA3 fields are empty).
-//   - TCP reassembly and finding where TLS starts in a stream other than by
-//     LooksLikeClientHelloRecord, LooksLikeSSLv2Hello and FindHello: the
-//     caller (ingest) owns flows, CONNECT and SOCKS preambles.
+//   - TCP reassembly, flows and the order of detection (record at offset 0,
+//     SSLv2, CONNECT, SOCKS, fallback scan): the caller (ingest) owns them,
+//     using LooksLikeClientHelloRecord, LooksLikeSSLv2Hello, SOCKSPreamble,
+//     FindHello and ja4h's CONNECT hand-off.
 //
 // Credits: JA3 is by Salesforce (BSD-3-Clause); JA4 is by FoxIO
 // (BSD-3-Clause). This is an independent implementation of the published

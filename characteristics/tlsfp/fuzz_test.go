@@ -60,6 +60,9 @@ func FuzzScanner(f *testing.F) {
 				t.Fatalf("emitted hello does not parse: %x", h)
 			}
 		}
+		if n, _ := SOCKSPreamble(b); n > len(b) {
+			t.Fatalf("SOCKSPreamble = %d past %d bytes", n, len(b))
+		}
 		if i := FindHello(b); i >= 0 && !bytes.Equal(b[i:i+1], []byte{recHandshake}) {
 			t.Fatalf("FindHello offset %d not at a record", i)
 		}
