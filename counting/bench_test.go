@@ -214,3 +214,30 @@ func BenchmarkBytesPerKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFlood adds a new random key on every operation to a table full at
+// its 100,000-key cap: the cost of a distinct-address flood, where every
+// Add evicts.
+func BenchmarkFlood(b *testing.B) {
+	for _, alg := range []Algorithm{SlidingWindow, GCRA} {
+		b.Run(alg.String(), func(b *testing.B) {
+			tab, err := NewTable(Config{Limit: Limit{Algorithm: alg, Period: time.Minute, Requests: 100}, MaxKeys: 100_000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(7, 8))
+			now := t0
+			for range 200_000 {
+				tab.Add(rng.Uint64(), 1, now)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for b.Loop() {
+				now += 1000
+				tab.Add(rng.Uint64(), 1, now)
+			}
+			reportCPU(b, cpu)
+		})
+	}
+}

@@ -95,8 +95,10 @@ func NewTable(cfg Config) (*Table, error) {
 	if nshards == 1 {
 		t.shardShift = 64 // x >> 64 is 0 in Go
 	}
-	// A full shard stays at or under 80% load, and always has an empty slot.
-	t.maxSlots = t.shardCap*5/4 + 1
+	// A shard grows while under 80% load; at its cap it is two-thirds full,
+	// which keeps the probe runs of a flood (a miss, an eviction, an insert
+	// per event) short. It always has an empty slot.
+	t.maxSlots = t.shardCap*3/2 + 1
 	if t.alg == SlidingLog {
 		t.logCap = int(math.Ceil(l.Requests)) + 1
 	}
