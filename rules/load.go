@@ -213,9 +213,14 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 		if src.module == nil {
 			continue
 		}
+		n := len(errs)
 		checkBuiltins(&errs, src, removed)
+		clean := len(errs) == n // compiling a forbidden call would only repeat the error
 		r := parseRule(&errs, src)
 		if r == nil {
+			if clean {
+				modules[src.file] = src.module
+			}
 			continue
 		}
 		if prev, dup := seen[r.Name]; dup {
@@ -223,26 +228,29 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 			continue
 		}
 		seen[r.Name] = r
-		rules = append(rules, r)
-		modules[src.file] = src.module
+		if clean {
+			rules = append(rules, r)
+			modules[src.file] = src.module
+		}
 	}
-	if len(errs) > 0 {
-		return nil, errs.err()
-	}
-	if len(rules) == 0 {
-		return newSet(nil, nil, opts)
-	}
+	// Compile what parsed even when other files failed, so that one run
+	// reports the errors of every file.
 	c := ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1)
-	c.Compile(modules)
-	if c.Failed() {
-		addASTErrors(&errs, "", c.Errors)
-		return nil, errs.err()
+	if len(modules) > 0 {
+		c.Compile(modules)
+		if c.Failed() {
+			addASTErrors(&errs, "", c.Errors)
+			return nil, errs.err()
+		}
 	}
 	for _, r := range rules {
 		checkTypes(&errs, c, r)
 	}
 	if len(errs) > 0 {
 		return nil, errs.err()
+	}
+	if len(rules) == 0 {
+		return newSet(nil, nil, opts)
 	}
 	return compileSet(c, rules, opts)
 }

@@ -280,7 +280,7 @@ func (ss *supportSet) pred(path string) (*predicate, error) {
 type translator struct {
 	support *supportSet
 	vars    map[ast.Var]*operand
-	used []usedOperand // operands read by the expression being translated
+	used    []usedOperand // operands read by the expression being translated
 }
 
 // condSig describes a condition for mergeAlts: op applied to the operand
