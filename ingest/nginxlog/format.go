@@ -83,6 +83,7 @@ type Format struct {
 	escape Escape
 	lead   string // literal before the first variable
 	vars   []variable
+	shaped bool // some variable has a shape, so a failed split is worth retrying
 }
 
 // Compile compiles an nginx log format. format is one of:
@@ -309,6 +310,7 @@ func compileText(name, text string, esc Escape) (*Format, error) {
 			return nil, fmt.Errorf("nginxlog: log format byte %d: more than %d variables", start, maxVariables)
 		}
 		f.vars = append(f.vars, newVariable(strings.ToLower(vname)))
+		f.shaped = f.shaped || f.vars[len(f.vars)-1].shape != nil
 	}
 	if lead {
 		return nil, fmt.Errorf("nginxlog: log format %q has no variables", clip(text))
@@ -409,7 +411,9 @@ func classify(name string) (k, also kind, rank uint8, off int) {
 }
 
 // shape is the set of bytes a variable's value may hold. The splitter uses it
-// to recover when an unescaped value holds the literal that follows it.
+// to recover when an unescaped value holds the literal that follows it. The
+// variables with a shape are exactly those whose values nginx never escapes
+// and Parse stores before touching the line.
 type shape [256]bool
 
 func newShape(chars string) *shape {

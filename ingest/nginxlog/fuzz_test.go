@@ -207,3 +207,21 @@ func FuzzParseJSON(f *testing.F) {
 		checkFields(t, fm, &want, &e)
 	})
 }
+
+// FuzzParseAddr checks parseAddr against netip.ParseAddr.
+func FuzzParseAddr(f *testing.F) {
+	for _, s := range []string{"1.2.3.4", "0.0.0.0", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4.5",
+		"1..2.3", "::1", "2001:db8::1", "::ffff:1.2.3.4", "fe80::1%eth0", "1.2.3.4 ", "", "1234.1.1.1", "0.00.0.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 64 {
+			return
+		}
+		got, ok := parseAddr([]byte(s))
+		want, err := netip.ParseAddr(s)
+		if ok != (err == nil) || got != want {
+			t.Fatalf("parseAddr(%q) = %v, %v; netip.ParseAddr = %v, %v", s, got, ok, want, err)
+		}
+	})
+}

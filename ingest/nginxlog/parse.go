@@ -2,7 +2,6 @@ package nginxlog
 
 import (
 	"bytes"
-	"net/netip"
 	"time"
 	"unsafe"
 
@@ -36,24 +35,35 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 	if !hasLiteral(line, f.lead) {
 		return fieldError("", 0, "literal "+quote(f.lead)+" at the start", line)
 	}
+	// Fast path: split at the first occurrence of each literal, then store
+	// the typed values, which parse without touching line. If one of them
+	// does not parse, the split may be wrong (a value held the literal that
+	// follows it) and nothing is lost by trying again.
+	var st state
+	if f.splitFirst(line, spans) {
+		err := f.applyAll(line, spans, true, e, &st)
+		if err == nil {
+			return f.applyAll(line, spans, false, e, &st)
+		}
+		if !f.shaped {
+			return err
+		}
+		e.Reset()
+		e.Source = characteristics.SourceNginxLog
+		st = state{}
+	}
 	budget := splitBudget
-	if !f.splitFirst(line, spans) && !f.split(line, len(f.lead), 0, spans, &budget) {
+	if !f.split(line, len(f.lead), 0, spans, &budget) {
 		// No split fits the shapes of the values. Split greedily to report the
 		// first literal that is missing, or else the value that is wrong.
 		if err := f.splitGreedy(line, spans); err != nil {
 			return err
 		}
 	}
-	var st state
-	for i := range f.vars {
-		v := &f.vars[i]
-		val := line[spans[i].start:spans[i].end]
-		if err := f.apply(v, val, int(spans[i].start), i == len(f.vars)-1, e, &st); err != nil {
-			return err
-		}
+	if err := f.applyAll(line, spans, true, e, &st); err != nil {
+		return err
 	}
-	st.finish(e)
-	return nil
+	return f.applyAll(line, spans, false, e, &st)
 }
 
 // split finds the spans of variables i and after, the value of variable i
@@ -94,8 +104,8 @@ func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool 
 	}
 }
 
-// splitFirst is split without backtracking, the fast path: each value ends at
-// the first occurrence of the literal that follows it.
+// splitFirst is the fast path of split: each value ends at the first
+// occurrence of the literal that follows it, whatever its shape.
 func (f *Format) splitFirst(line []byte, spans []span) bool {
 	pos := len(f.lead)
 	json := f.escape == EscapeJSON
@@ -103,7 +113,7 @@ func (f *Format) splitFirst(line []byte, spans []span) bool {
 	for i := range last {
 		v := &f.vars[i]
 		j := indexLiteral(line, pos, v.after, json)
-		if j < 0 || v.shape.misfit(line[pos:j]) >= 0 {
+		if j < 0 {
 			return false
 		}
 		spans[i] = span{int32(pos), int32(j)}
@@ -111,7 +121,7 @@ func (f *Format) splitFirst(line []byte, spans []span) bool {
 	}
 	v := &f.vars[last]
 	end := len(line) - len(v.after)
-	if end < pos || !hasLiteral(line[end:], v.after) || v.shape.misfit(line[pos:end]) >= 0 {
+	if end < pos || !hasLiteral(line[end:], v.after) {
 		return false
 	}
 	spans[last] = span{int32(pos), int32(end)}
@@ -214,32 +224,46 @@ func (st *state) finish(e *characteristics.Event) {
 	}
 }
 
-// apply unescapes val and stores it in e as v says. pos is val's offset in the
-// line, for errors.
-func (f *Format) apply(v *variable, val []byte, pos int, last bool, e *characteristics.Event, st *state) error {
-	if len(val) == 1 && val[0] == '-' {
-		if v.kind == kRequest {
-			e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: "-"})
+// applyAll stores in e the values of the typed variables (numbers, times,
+// addresses), which are never escaped, or of the others, which it unescapes in
+// place. The untyped pass comes last and finishes e.
+func (f *Format) applyAll(line []byte, spans []span, typed bool, e *characteristics.Event, st *state) error {
+	last := len(f.vars) - 1
+	for i := range f.vars {
+		v := &f.vars[i]
+		if (v.shape != nil) != typed {
+			continue
 		}
-		return nil
-	}
-	switch v.kind {
-	case kRemoteAddr, kRemotePort, kTimeLocal, kTimeISO, kMsec, kStatus, kBytesSent, kRequestTime:
-	default:
-		switch f.escape {
-		case EscapeDefault:
-			if last && bytes.IndexByte(val, '"') >= 0 {
-				return fieldError(v.name, pos, "no raw '\"' with escape=default (a line with more fields than the format?)", val)
+		sp := spans[i]
+		val := line[sp.start:sp.end]
+		if len(val) == 1 && val[0] == '-' {
+			if v.kind == kRequest {
+				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: "-"})
 			}
-			val = unescapeDefault(val)
-		case EscapeJSON:
-			if last && bytes.IndexByte(val, '"') >= 0 && !jsonQuotesEscaped(val) {
-				return fieldError(v.name, pos, "no raw '\"' with escape=json (a line with more fields than the format?)", val)
+			continue
+		}
+		if !typed {
+			switch f.escape {
+			case EscapeDefault:
+				if i == last && bytes.IndexByte(val, '"') >= 0 {
+					return fieldError(v.name, int(sp.start), "no raw '\"' with escape=default (a line with more fields than the format?)", val)
+				}
+				val = unescapeDefault(val)
+			case EscapeJSON:
+				if i == last && bytes.IndexByte(val, '"') >= 0 && !jsonQuotesEscaped(val) {
+					return fieldError(v.name, int(sp.start), "no raw '\"' with escape=json (a line with more fields than the format?)", val)
+				}
+				val = unescapeJSON(val)
 			}
-			val = unescapeJSON(val)
+		}
+		if err := applyValue(v, val, int(sp.start), e, st); err != nil {
+			return err
 		}
 	}
-	return applyValue(v, val, pos, e, st)
+	if !typed {
+		st.finish(e)
+	}
+	return nil
 }
 
 // applyValue stores an unescaped value in e.
@@ -249,8 +273,8 @@ func applyValue(v *variable, val []byte, pos int, e *characteristics.Event, st *
 	case kVar:
 		e.Vars = append(e.Vars, characteristics.Field{Name: v.key, Value: s})
 	case kRemoteAddr:
-		a, err := netip.ParseAddr(s)
-		if err != nil {
+		a, ok := parseAddr(val)
+		if !ok {
 			if len(val) >= 5 && s[:5] == "unix:" {
 				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: s})
 				return nil

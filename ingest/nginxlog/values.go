@@ -2,6 +2,7 @@ package nginxlog
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -86,6 +87,45 @@ func month(b []byte) int {
 	return 0
 }
 
+// parseAddr parses an IPv4 or IPv6 address like netip.ParseAddr, with a fast
+// path for plain dotted IPv4; anything else goes to netip.ParseAddr.
+func parseAddr(b []byte) (netip.Addr, bool) {
+	var a [4]byte
+	field, n, dots := 0, 0, 0
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9' && n < 3 && !(n > 0 && field == 0):
+			field = field*10 + int(c-'0')
+			n++
+		case c == '.' && n > 0 && dots < 3 && field <= 255:
+			a[dots] = byte(field)
+			dots++
+			field, n = 0, 0
+		default:
+			return parseAddrSlow(b)
+		}
+	}
+	if dots != 3 || n == 0 || field > 255 {
+		return parseAddrSlow(b)
+	}
+	a[3] = byte(field)
+	return netip.AddrFrom4(a), true
+}
+
+func parseAddrSlow(b []byte) (netip.Addr, bool) {
+	ip, err := netip.ParseAddr(str(b))
+	return ip, err == nil
+}
+
+// d2 parses two decimal digits, -1 when one is not a digit.
+func d2(a, b byte) int {
+	x, y := int(a)-'0', int(b)-'0'
+	if uint(x) > 9 || uint(y) > 9 {
+		return -1
+	}
+	return x*10 + y
+}
+
 // digits parses a fixed-width decimal field, -1 when b holds a non-digit.
 func digits(b []byte) int {
 	n := 0
@@ -137,12 +177,12 @@ func zoneOffset(b []byte) (int, bool) {
 	var h, m int
 	switch len(b) {
 	case 5:
-		h, m = digits(b[1:3]), digits(b[3:5])
+		h, m = d2(b[1], b[2]), d2(b[3], b[4])
 	case 6:
 		if b[3] != ':' {
 			return 0, false
 		}
-		h, m = digits(b[1:3]), digits(b[4:6])
+		h, m = d2(b[1], b[2]), d2(b[4], b[5])
 	default:
 		return 0, false
 	}
@@ -164,7 +204,11 @@ func parseTimeLocal(b []byte) (time.Time, bool) {
 	if len(b) != 26 || b[2] != '/' || b[6] != '/' || b[11] != ':' || b[14] != ':' || b[17] != ':' || b[20] != ' ' {
 		return time.Time{}, false
 	}
-	sec, ok := unixTime(digits(b[7:11]), month(b[3:6]), digits(b[0:2]), digits(b[12:14]), digits(b[15:17]), digits(b[18:20]))
+	yh, yl := d2(b[7], b[8]), d2(b[9], b[10])
+	if yh < 0 || yl < 0 {
+		return time.Time{}, false
+	}
+	sec, ok := unixTime(yh*100+yl, month(b[3:6]), d2(b[0], b[1]), d2(b[12], b[13]), d2(b[15], b[16]), d2(b[18], b[19]))
 	if !ok {
 		return time.Time{}, false
 	}
