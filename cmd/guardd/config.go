@@ -7,7 +7,11 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"sort"
 	"time"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/mitigation"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -118,6 +122,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("mitigation.allowlist.cidrs[%d]: %q: want a CIDR or an address", i, s)
 		}
 	}
+	if _, err := c.allowlist(); err != nil {
+		return err
+	}
 	if c.Counting.MaxKeys < 0 {
 		return fmt.Errorf("counting.max_keys: %d: want 0 (default) or more", c.Counting.MaxKeys)
 	}
@@ -125,6 +132,26 @@ func (c *Config) validate() error {
 		return errors.New("rules: builtin disabled and no dirs given: there would be no rules")
 	}
 	return nil
+}
+
+// allowlist builds the mitigation allowlist, checking characteristic names.
+func (c *Config) allowlist() (mitigation.Allowlist, error) {
+	a := mitigation.Allowlist{Prefixes: mustPrefixes(c.Mitigation.Allowlist.CIDRs)}
+	names := make([]string, 0, len(c.Mitigation.Allowlist.Values))
+	for n := range c.Mitigation.Allowlist.Values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ch, err := characteristics.Parse(n)
+		if err != nil {
+			return a, fmt.Errorf("mitigation.allowlist.values: %w", err)
+		}
+		for _, v := range c.Mitigation.Allowlist.Values[n] {
+			a.Values = append(a.Values, mitigation.Pair{Name: ch.String(), Value: v})
+		}
+	}
+	return a, nil
 }
 
 func parsePrefixOrAddr(s string) (netip.Prefix, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -116,6 +117,14 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+func toScope(fs []characteristics.Field) mitigation.Scope {
+	sc := make(mitigation.Scope, len(fs))
+	for i, f := range fs {
+		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
+	}
+	return sc
+}
+
 // pipeline is what replay and the daemon share: rules, engine, enrichment.
 type pipeline struct {
 	rules    *rules.Set
@@ -145,7 +154,13 @@ func buildPipeline(cfg *Config, logger *slog.Logger) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(engine.Config{Rules: set, MaxKeys: cfg.Counting.MaxKeys})
+	allow, err := cfg.allowlist()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(engine.Config{Rules: set, MaxKeys: cfg.Counting.MaxKeys, Allowed: func(sc []characteristics.Field) bool {
+		return allow.Allows(toScope(sc))
+	}})
 	if err != nil {
 		return nil, err
 	}

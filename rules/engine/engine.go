@@ -25,6 +25,9 @@ type Config struct {
 	// OnTrip, if set, is called (under no lock) when a rule trips on a key that
 	// has no active mitigation, and when an expired one trips again.
 	OnTrip func(Trip)
+	// Allowed, if set, is asked once per rule and key when the rule first
+	// trips; an allowed scope is never mitigated (the allowlist).
+	Allowed func(scope []characteristics.Field) bool
 }
 
 // Trip is a rule going over its limit for one key.
@@ -44,6 +47,7 @@ type Engine struct {
 	rules    []*rules.Rule
 	counters []Counter
 	onTrip   func(Trip)
+	allowed  func([]characteristics.Field) bool
 
 	mu     sync.Mutex
 	active []map[uint64]*Active // per rule: key -> mitigation state
@@ -58,6 +62,8 @@ type Active struct {
 	Count     int64   // requests it applied to, the tripping one included
 	Trips     int64   // times the rule tripped for this key
 	Counted   float64 // the counter's estimate when it first tripped
+	// Allowlisted marks a scope that tripped but is never mitigated.
+	Allowlisted bool
 }
 
 // New builds an engine with one counter table per rule.
@@ -66,7 +72,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: no rule set")
 	}
 	rs := cfg.Rules.Rules()
-	e := &Engine{set: cfg.Rules, rules: rs, onTrip: cfg.OnTrip,
+	e := &Engine{set: cfg.Rules, rules: rs, onTrip: cfg.OnTrip, allowed: cfg.Allowed,
 		counters: make([]Counter, len(rs)), active: make([]map[uint64]*Active, len(rs))}
 	for i, r := range rs {
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
@@ -166,7 +172,7 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool)
 		r := e.rules[it.Rule]
 		if it.Mitigate {
 			e.mu.Lock()
-			if a, ok := e.active[it.Rule][it.Key]; ok && t.Before(a.Expires) {
+			if a, ok := e.active[it.Rule][it.Key]; ok && !a.Allowlisted && t.Before(a.Expires) {
 				a.Count++
 				a.LastSeen = t
 				mitigated = true
@@ -186,7 +192,12 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool)
 		fresh := !ok || !t.Before(a.Expires)
 		if !ok {
 			a = &Active{Scope: scope(r, keys[it.KeyOff:it.KeyOff+it.KeyLen]), FirstSeen: t, Counted: res.Count}
+			a.Allowlisted = e.allowed != nil && e.allowed(a.Scope)
 			e.active[it.Rule][it.Key] = a
+		}
+		if a.Allowlisted {
+			e.mu.Unlock()
+			continue
 		}
 		a.Trips++
 		if fresh {
@@ -247,6 +258,9 @@ func (e *Engine) Mitigations() []Mitigation {
 	var out []Mitigation
 	for i, m := range e.active {
 		for _, a := range m {
+			if a.Allowlisted {
+				continue
+			}
 			out = append(out, Mitigation{Rule: e.rules[i], Active: *a})
 		}
 	}
