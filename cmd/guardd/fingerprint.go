@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+
+	"github.com/guardd/guardd/ingest/sniff"
+)
+
+func init() {
+	register("fingerprint", "print TLS/QUIC/HTTP fingerprints from pcap or pcapng files", runFingerprint)
+}
+
+// runFingerprint implements `guardd fingerprint [--json] [--ja4-alpn=legacy]
+// [--no-ja4h] FILE...`. It exits 0 when every file was read (malformed packets
+// are skipped and counted), 1 when a file could not be read, 2 on bad usage.
+func runFingerprint(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fingerprint", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jsonOut := fs.Bool("json", false, "print one JSON object per line (the output contract)")
+	alpn := fs.String("ja4-alpn", "spec", "JA4 ALPN rule: spec (JA4.md as published) or legacy (FoxIO's Rust tool before August 2024)")
+	noJA4H := fs.Bool("no-ja4h", false, "leave ja4h empty (JA4H is under the FoxIO License 1.1, non-commercial)")
+	stats := fs.Bool("stats", false, "print per-file counters to stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: guardd fingerprint [--json] [--ja4-alpn=spec|legacy] [--no-ja4h] [--stats] FILE...")
+		fmt.Fprintln(stderr, "\nPrints a record for every TLS ClientHello (over TCP or in QUIC Initials) and")
+		fmt.Fprintln(stderr, "every HTTP/1.x request in pcap or pcapng files, in capture order.")
+		fmt.Fprintln(stderr, "\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	cfg := sniff.Config{DisableJA4H: *noJA4H}
+	switch *alpn {
+	case "spec", "":
+	case "legacy":
+		cfg.LegacyALPN = true
+	default:
+		fmt.Fprintf(stderr, "guardd fingerprint: --ja4-alpn %q: want spec or legacy\n", *alpn)
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	defer w.Flush()
+	var line []byte
+	emit := func(r *sniff.Record) {
+		if *jsonOut {
+			line = r.AppendJSON(line[:0])
+		} else {
+			line = appendRow(line[:0], r)
+		}
+		line = append(line, '\n')
+		w.Write(line)
+	}
+	if !*jsonOut {
+		w.WriteString(tableHeader)
+	}
+	status := 0
+	for _, path := range fs.Args() {
+		st, err := sniff.ReadFile(path, cfg, emit)
+		if err != nil {
+			w.Flush()
+			fmt.Fprintf(stderr, "guardd fingerprint: %v\n", err)
+			status = 1
+			continue
+		}
+		if *stats {
+			w.Flush()
+			fmt.Fprintf(stderr, "%s: packets %d, not tcp/udp %d, malformed %d, flows %d (evicted %d), records tls %d quic %d http %d\n",
+				path, st.Packets, st.NotTransport, st.Malformed, st.FlowsCreated, st.FlowsEvicted, st.TLS, st.QUIC, st.HTTP)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(stderr, "guardd fingerprint: write: %v\n", err)
+		return 1
+	}
+	return status
+}
+
+// Column widths of the human table.
+const (
+	colProto  = 6
+	colFrame  = 8
+	colAddr   = 24
+	colDetail = 28
+	colFP     = 52
+)
+
+var tableHeader = string(appendCols(nil, []string{"PROTO", "FRAME", "CLIENT", "SERVER", "SNI/PATH", "JA4/JA4H", "JA3_HASH"})) + "\n"
+
+func appendCols(dst []byte, cols []string) []byte {
+	widths := [...]int{colProto, colFrame, colAddr, colAddr, colDetail, colFP, 0}
+	for i, c := range cols {
+		dst = append(dst, c...)
+		if i < len(cols)-1 {
+			dst = append(dst, ' ')
+			for n := len(c) + 1; n < widths[i]+1; n++ {
+				dst = append(dst, ' ')
+			}
+		}
+	}
+	return dst
+}
+
+// appendRow appends r as one row of the human table; control bytes in the
+// SNI or path are escaped so a hostile capture cannot drive the terminal.
+func appendRow(dst []byte, r *sniff.Record) []byte {
+	client := netip.AddrPortFrom(r.Src, r.SrcPort).String()
+	server := netip.AddrPortFrom(r.Dst, r.DstPort).String()
+	detail, fp, ja3 := r.SNI, r.JA4, r.JA3Hash
+	if r.Proto == sniff.ProtoHTTP {
+		detail, fp, ja3 = r.Method+" "+r.Path, r.JA4H, "-"
+	}
+	if detail == "" {
+		detail = "-"
+	}
+	if fp == "" {
+		fp = "-"
+	}
+	if ja3 == "" {
+		ja3 = "-"
+	}
+	detail = strconv.QuoteToASCII(detail)
+	detail = detail[1 : len(detail)-1]
+	return appendCols(dst, []string{r.Proto, strconv.Itoa(r.Frame), client, server, detail, fp, ja3})
+}

@@ -1,0 +1,140 @@
+package sniff
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/guardd/guardd/characteristics/tlsfp"
+)
+
+// Protocols of a Record.
+const (
+	ProtoTLS  = "tls"
+	ProtoQUIC = "quic"
+	ProtoHTTP = "http"
+)
+
+// Record is one fingerprinted message: a TLS ClientHello over TCP, a QUIC
+// ClientHello from Initial packets, or an HTTP/1.x request. Src is always the
+// client. A Record passed to an emit callback is valid only during the call;
+// copy it to keep it (its strings are owned by the Record and safe to keep).
+type Record struct {
+	Proto      string // ProtoTLS, ProtoQUIC or ProtoHTTP
+	Frame      int    // 1-based index of the packet that completed the message
+	Time       time.Time
+	Src        netip.Addr
+	SrcPort    uint16
+	Dst        netip.Addr
+	DstPort    uint16
+	HelloIndex int // tls/quic: 1-based position of the hello in its flow
+
+	tlsfp.Fingerprint // tls/quic
+
+	Method, Path, JA4H, JA4HR string // http
+}
+
+// AppendJSON appends r as one JSON object (no newline) with exactly the keys of
+// the `guardd fingerprint --json` contract.
+func (r *Record) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"proto":`...)
+	dst = appendJSONString(dst, r.Proto)
+	dst = append(dst, `,"frame":`...)
+	dst = strconv.AppendInt(dst, int64(r.Frame), 10)
+	dst = append(dst, `,"src":`...)
+	dst = appendAddr(dst, r.Src)
+	dst = append(dst, `,"src_port":`...)
+	dst = strconv.AppendUint(dst, uint64(r.SrcPort), 10)
+	dst = append(dst, `,"dst":`...)
+	dst = appendAddr(dst, r.Dst)
+	dst = append(dst, `,"dst_port":`...)
+	dst = strconv.AppendUint(dst, uint64(r.DstPort), 10)
+	if r.Proto == ProtoHTTP {
+		dst = appendKV(dst, "method", r.Method)
+		dst = appendKV(dst, "path", r.Path)
+		dst = appendKV(dst, "ja4h", r.JA4H)
+		dst = appendKV(dst, "ja4h_r", r.JA4HR)
+		return append(dst, '}')
+	}
+	dst = appendKV(dst, "sni", r.SNI)
+	dst = appendKV(dst, "ja3", r.JA3)
+	dst = appendKV(dst, "ja3_hash", r.JA3Hash)
+	dst = appendKV(dst, "ja3n", r.JA3N)
+	dst = appendKV(dst, "ja3n_hash", r.JA3NHash)
+	dst = appendKV(dst, "ja4", r.JA4)
+	dst = appendKV(dst, "ja4_r", r.JA4R)
+	dst = appendKV(dst, "ja4_o", r.JA4O)
+	dst = appendKV(dst, "ja4_ro", r.JA4RO)
+	dst = append(dst, `,"hello_index":`...)
+	dst = strconv.AppendInt(dst, int64(r.HelloIndex), 10)
+	return append(dst, '}')
+}
+
+func appendKV(dst []byte, k, v string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, k...)
+	dst = append(dst, '"', ':')
+	return appendJSONString(dst, v)
+}
+
+func appendAddr(dst []byte, a netip.Addr) []byte {
+	dst = append(dst, '"')
+	if a.IsValid() {
+		dst = a.AppendTo(dst)
+	}
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 (an SNI or a path
+// is attacker-controlled bytes) becomes U+FFFD, as encoding/json does, so every
+// line is valid JSON.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
