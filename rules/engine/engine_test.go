@@ -101,8 +101,8 @@ func TestTripThenMitigate(t *testing.T) {
 		// The fourth failure in a minute goes over 3: it trips, and the
 		// tripping request is itself covered by the mitigation expression.
 		{3 * time.Second, bad, "POST", "/login", 401, 0, true},
-		{4 * time.Second, bad, "GET", "/account", 200, 0, true},   // mitigation expression: any path but /health
-		{5 * time.Second, bad, "GET", "/health", 200, 0, false},   // not covered
+		{4 * time.Second, bad, "GET", "/account", 200, 0, true},    // mitigation expression: any path but /health
+		{5 * time.Second, bad, "GET", "/health", 200, 0, false},    // not covered
 		{6 * time.Second, other, "GET", "/account", 200, 0, false}, // another client
 		{11 * time.Minute, bad, "GET", "/account", 200, 0, false},  // expired (10m after the trip)
 	})
