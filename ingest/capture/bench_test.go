@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/guardd/guardd/ingest/decap"
 )
 
-// captureBytes is n Ethernet frames of mixed sizes (66 to 1514 bytes,
-// about 610 on average) as pcap (ns) or pcapng.
+// captureBytes is n Ethernet/IPv4/TCP frames of mixed sizes (66 to 1514
+// bytes, about 610 on average) as pcap (ns) or pcapng.
 func captureBytes(b *testing.B, ng bool, n int) []byte {
 	var buf bytes.Buffer
 	var (
@@ -35,13 +38,23 @@ func captureBytes(b *testing.B, ng bool, n int) []byte {
 		}
 		write = w.WritePacket
 	}
-	frame := make([]byte, 1514)
-	sizes := []int{66, 66, 1514, 583, 66, 1514, 120, 900}
+	var frames [][]byte
+	for _, size := range []int{66, 66, 1514, 583, 66, 1514, 120, 900} {
+		buf := gopacket.NewSerializeBuffer()
+		err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
+			&layers.Ethernet{SrcMAC: make(net.HardwareAddr, 6), DstMAC: make(net.HardwareAddr, 6), EthernetType: layers.EthernetTypeIPv4},
+			&layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: net.IP{192, 0, 2, 1}, DstIP: net.IP{192, 0, 2, 2}},
+			&layers.TCP{SrcPort: 40000, DstPort: 443, ACK: true, DataOffset: 5}, gopacket.Payload(make([]byte, size-54)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		frames = append(frames, buf.Bytes())
+	}
 	for i := range n {
-		size := sizes[i%len(sizes)]
-		binary.BigEndian.PutUint32(frame, uint32(i))
-		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * time.Microsecond), CaptureLength: size, Length: size}
-		if err := write(ci, frame[:size]); err != nil {
+		frame := frames[i%len(frames)]
+		binary.BigEndian.PutUint32(frame[38:], uint32(i)) // sequence number
+		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * time.Microsecond), CaptureLength: len(frame), Length: len(frame)}
+		if err := write(ci, frame); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,7 +85,7 @@ func BenchmarkReadPacket(b *testing.B) {
 			var p Packet
 			var bytesRead int64
 			b.ReportAllocs()
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime()
 			for b.Loop() {
 				err := s.ReadPacket(&p)
 				if err == io.EOF {
@@ -91,6 +104,58 @@ func BenchmarkReadPacket(b *testing.B) {
 			el := time.Since(start).Seconds()
 			b.ReportMetric(float64(b.N)/el, "packets/s")
 			b.ReportMetric(float64(bytesRead)/el/1e6, "MB/s")
+			reportCPU(b, cpu0)
 		})
 	}
+}
+
+// BenchmarkReadDecode is the front of the sniffer on one core: read a pcap
+// record and decode it to its TCP header.
+func BenchmarkReadDecode(b *testing.B) {
+	path := writeTempB(b, "x.pcap", captureBytes(b, false, 100_000))
+	s, err := OpenFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := decap.NewDecoder(decap.Config{})
+	var (
+		p  Packet
+		dp decap.Packet
+	)
+	b.ReportAllocs()
+	start, cpu0 := time.Now(), cpuTime()
+	for b.Loop() {
+		err := s.ReadPacket(&p)
+		if err == io.EOF {
+			s.Close()
+			if s, err = OpenFile(path); err != nil {
+				b.Fatal(err)
+			}
+			err = s.ReadPacket(&p)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Decode(p.Data, p.LinkType, &dp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "packets/s")
+	reportCPU(b, cpu0)
+}
+
+// cpuTime is the CPU time used by the process. On a shared machine, CPU time
+// per operation is steadier than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds cpu-ns/op and the packets per second one core sustains.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	per := float64(cpuTime()-cpu0) / float64(b.N)
+	b.ReportMetric(per, "cpu-ns/op")
+	b.ReportMetric(1e9/per, "packets/cpu-s")
 }
