@@ -1,0 +1,12 @@
+// Package shadowban renders the answers a shadow-banned client gets: a
+// plausible success, per route, while nothing reaches the upstream. The abuser
+// sees their spam accepted, their invitations sent, their scraping succeed,
+// and learns nothing they could adapt to.
+//
+// A Route matches a method and a path (exact, or a prefix ending in '*') and
+// gives a status (default 200), a content type and a body. Bodies may hold
+// placeholders filled per response, so two answers do not look canned:
+// ${id} (a random 16-hex-digit id), ${uuid}, ${now} (RFC 3339) and
+// ${unix} (seconds). Routes are tried in order; the default route answers
+// everything else (an empty 200 `{}` unless configured).
+package shadowban
