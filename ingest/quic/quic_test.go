@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -12,6 +14,26 @@ import (
 
 	"github.com/guardd/guardd/characteristics/tlsfp"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := "testdata/" + name
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs:\n got: %s\nwant: %s", path, got, want)
+	}
+}
 
 var rfcDCID = []byte{0x83, 0x94, 0xc8, 0xf0, 0x3e, 0x51, 0x57, 0x08}
 
@@ -134,6 +156,9 @@ func TestRFCClientInitial(t *testing.T) {
 				fp.JA3Hash != "41bc9ae914d6cb3bd0bd0a5453ab7d7f" || fp.JA4O != "q13d0211an_62ed6f6ca7ad_46fb564859bb" {
 				t.Errorf("fingerprint %+v", fp)
 			}
+			golden := fmt.Sprintf("hello: %x\nsni: %s\nja3: %s\nja3_hash: %s\nja3n: %s\nja3n_hash: %s\nja4: %s\nja4_r: %s\nja4_o: %s\nja4_ro: %s\n",
+				hello, fp.SNI, fp.JA3, fp.JA3Hash, fp.JA3N, fp.JA3NHash, fp.JA4, fp.JA4R, fp.JA4O, fp.JA4RO)
+			checkGolden(t, tt.name+".golden", golden)
 		})
 	}
 }
