@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 )
 
 // LiveConfig sets up a live capture. The zero value captures on every
@@ -109,12 +109,22 @@ func linkTypeOf(iface string) (layers.LinkType, afpacket.OptSocketType, error) {
 	if _, err := net.InterfaceByName(iface); err != nil {
 		return 0, 0, fmt.Errorf("capture: interface %q: %w", iface, err)
 	}
-	b, err := os.ReadFile("/sys/class/net/" + iface + "/type")
+	// SIOCGIFHWADDR gives the ARPHRD type; unlike /sys/class/net it answers
+	// for the calling thread's network namespace.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0, fmt.Errorf("capture: interface %q type: %w", iface, err)
 	}
-	switch strings.TrimSpace(string(b)) {
-	case "1", "772": // ARPHRD_ETHER, ARPHRD_LOOPBACK
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(iface)
+	if err != nil {
+		return 0, 0, fmt.Errorf("capture: interface %q: %w", iface, err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFHWADDR, ifr); err != nil {
+		return 0, 0, fmt.Errorf("capture: interface %q type: %w", iface, err)
+	}
+	switch ifr.Uint16() {
+	case unix.ARPHRD_ETHER, unix.ARPHRD_LOOPBACK:
 		return layers.LinkTypeEthernet, afpacket.SocketRaw, nil
 	}
 	return layers.LinkTypeRaw, afpacket.SocketDgram, nil
