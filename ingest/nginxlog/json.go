@@ -1,6 +1,8 @@
 package nginxlog
 
 import (
+	"bytes"
+
 	"github.com/guardd/guardd/characteristics"
 )
 
@@ -144,25 +146,22 @@ func (p *jsonScanner) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := p.i
-	esc := false
-	for p.i < len(p.b) {
-		switch c := p.b[p.i]; {
-		case c == '\\':
-			esc = true
-			p.i += 2
-			continue
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
-			if esc {
+	for {
+		k := bytes.IndexByte(p.b[p.i:], '"')
+		if k < 0 {
+			p.i = len(p.b)
+			return nil, false
+		}
+		end := p.i + k
+		p.i = end + 1
+		if !escaped(p.b[start:end]) {
+			s := p.b[start:end]
+			if bytes.IndexByte(s, '\\') >= 0 {
 				s = unescapeJSON(s)
 			}
 			return s, true
 		}
-		p.i++
 	}
-	p.i = len(p.b)
-	return nil, false
 }
 
 // value scans a value. present is false for null and for skipped objects and
