@@ -29,7 +29,9 @@
 //     known shape (a number, a time, an address) or when it is the last field;
 //     otherwise the line is split wrongly. Two variables with no literal between
 //     them cannot be split and are rejected by Compile.
-//   - "-" means absent for every variable except $request, whose raw text is
-//     kept in Vars["request"] when it is not a request line.
+//   - "-" and "" (what escape=json logs for an unset variable) mean absent,
+//     so a header sent empty is not told apart from one not sent. $request is
+//     the exception: its raw text, when it is not a request line, is kept in
+//     Vars["request"].
 //   - The zone offset of a logged time is applied and then dropped.
 package nginxlog

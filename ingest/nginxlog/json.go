@@ -12,8 +12,8 @@ const maxJSONDepth = 64
 // ParseJSON resets e and fills it from line, one JSON object whose keys are
 // nginx variable names with or without '$' — {"remote_addr":"192.0.2.1",
 // "status":200,...} — as written by a log_format with escape=json. Values may
-// be strings, numbers, true, false or null (absent); nested objects and arrays
-// are skipped. Keys map onto e as Format.Parse maps variables.
+// be strings, numbers, true, false or null; null, "" and "-" mean absent;
+// nested objects and arrays are skipped. Keys map onto e as Format.Parse maps variables.
 //
 // Like Parse it rewrites line in place (unescaping strings, lower-casing keys,
 // turning http_x_y into x-y), e's strings alias line, and it allocates nothing
@@ -58,12 +58,12 @@ func ParseJSON(line []byte, e *characteristics.Event) error {
 			}
 			v := jsonVariable(key)
 			switch {
-			case len(val) != 1 || val[0] != '-':
+			case !absent(val):
 				if err := applyValue(&v, val, vpos, e, &st); err != nil {
 					return err
 				}
 			case v.kind == kRequest:
-				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: "-"})
+				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: str(val)})
 			}
 		}
 		p.space()

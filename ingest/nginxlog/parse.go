@@ -27,7 +27,7 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 	if len(line) > 1<<30 {
 		return fieldError("", 0, "a line under 1 GiB", nil)
 	}
-	var buf [24]span
+	var buf [64]span
 	spans := buf[:]
 	if len(f.vars) > len(buf) {
 		spans = make([]span, len(f.vars))
@@ -200,6 +200,10 @@ func quote(s string) string {
 	return string(append(b, '\''))
 }
 
+// absent reports whether a value means "not set": nginx logs "-", or "" with
+// escape=json.
+func absent(val []byte) bool { return len(val) == 0 || len(val) == 1 && val[0] == '-' }
+
 // str returns a string that aliases b.
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
@@ -236,9 +240,9 @@ func (f *Format) applyAll(line []byte, spans []span, typed bool, e *characterist
 		}
 		sp := spans[i]
 		val := line[sp.start:sp.end]
-		if len(val) == 1 && val[0] == '-' {
+		if absent(val) {
 			if v.kind == kRequest {
-				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: "-"})
+				e.Vars = append(e.Vars, characteristics.Field{Name: v.name, Value: str(val)})
 			}
 			continue
 		}

@@ -145,6 +145,11 @@ var parseCases = []parseCase{
 			Cookies: []string{"a=1", "b=2", "c="}},
 	},
 	{
+		name: "json-empty-is-absent", format: "json",
+		line: `{"ip":"192.0.2.1","port":"","time":"2024-05-01T12:00:00Z","req":"","status":200,"ua":"","host":"","cookie":"","ms":1714564800.000}`,
+		want: view{Time: "2024-05-01T12:00:00Z", IP: "192.0.2.1", Status: 200, Vars: []string{"request="}},
+	},
+	{
 		name: "hosts-and-tls", format: "hosts",
 		line: `h.example|srv|hh.example|/u|a=1|PUT|HTTP/1.1|99|sni.example|h2|771,4865-4866,0-23,29-23,0|e7d705a3286e19ea42f587b344ee6865|t13d1516h2_8daaf6152771_b0da82dd1658|1700000000.5`,
 		want: view{Time: "2023-11-14T22:13:20.5Z", Host: "hh.example", Method: "PUT", Path: "/u", Query: "a=1", Protocol: "HTTP/1.1",
