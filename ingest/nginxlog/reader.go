@@ -232,7 +232,8 @@ func (b *Batch) Bytes() int { return len(b.data) }
 
 // ReadBatch replaces the contents of b with up to max next lines (at least
 // one), copied into b's arena, which is reused. It returns io.EOF, with b
-// empty, when no line is left.
+// empty, when no line is left; a read error comes after the lines read before
+// it, on a call that returns no line.
 func (r *Reader) ReadBatch(b *Batch, max int) error {
 	b.data, b.ends, b.cut = b.data[:0], b.ends[:0], b.cut[:0]
 	b.first = r.line + 1
@@ -242,8 +243,8 @@ func (r *Reader) ReadBatch(b *Batch, max int) error {
 	for len(b.ends) < max {
 		line, err := r.Next()
 		if err != nil {
-			if err == io.EOF && len(b.ends) > 0 {
-				return nil
+			if len(b.ends) > 0 {
+				return nil // the error comes again on the next call
 			}
 			return err
 		}

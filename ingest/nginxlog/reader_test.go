@@ -193,4 +193,21 @@ func TestReaderErrors(t *testing.T) {
 		}
 		break
 	}
+	// ReadBatch hands over the lines before the error, then the error.
+	r, err = NewReader(bytes.NewReader(data[:len(data)-10]), "cut.gz", ReaderConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	m := 0
+	for {
+		err := r.ReadBatch(&b, 4096)
+		if err != nil {
+			if !errors.Is(err, io.ErrUnexpectedEOF) || b.Len() != 0 || m != n {
+				t.Errorf("ReadBatch after %d lines (Next saw %d): %v with %d lines", m, n, err, b.Len())
+			}
+			break
+		}
+		m += b.Len()
+	}
 }
