@@ -19,9 +19,11 @@ type Options struct {
 }
 
 // Fingerprint is every fingerprint of one ClientHello. For an SSLv2 hello the
-// four JA3/JA3N fields are empty.
+// four JA3/JA3N fields are empty. ALPN is the first protocol name offered,
+// raw (characteristic tls.alpn), or "".
 type Fingerprint struct {
 	SNI, JA3, JA3Hash, JA3N, JA3NHash, JA4, JA4R, JA4O, JA4RO string
+	ALPN                                                      string
 }
 
 // IsGREASE reports whether v is one of the 16 GREASE values of RFC 8701
@@ -38,6 +40,7 @@ const hexDigits = "0123456789abcdef"
 func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
 	var fp Fingerprint
 	fp.SNI = strings.Clone(ch.SNI)
+	fp.ALPN = alpnString(ch.ALPN)
 
 	var scratch [1024]byte
 	buf := scratch[:0]
@@ -288,4 +291,21 @@ func alpnChars(ch *ClientHello, legacy bool) (byte, byte) {
 		return p[0], p[n-1]
 	}
 	return hexDigits[p[0]>>4], hexDigits[p[n-1]&0xf]
+}
+
+// alpnString returns the common protocol names without allocating.
+func alpnString(p []byte) string {
+	switch string(p) {
+	case "":
+		return ""
+	case "h2":
+		return "h2"
+	case "http/1.1":
+		return "http/1.1"
+	case "h3":
+		return "h3"
+	case "http/1.0":
+		return "http/1.0"
+	}
+	return string(p)
 }

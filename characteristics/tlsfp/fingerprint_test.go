@@ -209,7 +209,7 @@ func sslv2Hello() []byte {
 
 func formatFP(fp Fingerprint) string {
 	var b strings.Builder
-	for _, kv := range [][2]string{{"sni", fp.SNI}, {"ja3", fp.JA3}, {"ja3_hash", fp.JA3Hash}, {"ja3n", fp.JA3N},
+	for _, kv := range [][2]string{{"sni", fp.SNI}, {"alpn", fp.ALPN}, {"ja3", fp.JA3}, {"ja3_hash", fp.JA3Hash}, {"ja3n", fp.JA3N},
 		{"ja3n_hash", fp.JA3NHash}, {"ja4", fp.JA4}, {"ja4_r", fp.JA4R}, {"ja4_o", fp.JA4O}, {"ja4_ro", fp.JA4RO}} {
 		fmt.Fprintf(&b, "%s: %s\n", kv[0], kv[1])
 	}
