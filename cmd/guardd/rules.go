@@ -1,0 +1,198 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/builtin"
+)
+
+func init() { register("rules", "check or test Rego rules", runRules) }
+
+const rulesUsage = `usage: guardd rules check [--builtin] [DIR...]
+       guardd rules test [--builtin] [DIR...]
+
+check validates the rules (*.rego, not *_test.rego) under each DIR and prints
+them; test runs their Rego unit tests (test_* rules, usually in *_test.rego)
+as 'opa test' does. --builtin adds the library embedded in guardd.
+`
+
+// ruleSource is one place rules are read from: a directory or the built-in
+// library.
+type ruleSource struct {
+	name string // as printed in messages: the directory, or "builtin"
+	fsys fs.FS
+}
+
+func runRules(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "check" && args[0] != "test") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, rulesUsage)
+			return 0
+		}
+		fmt.Fprint(stderr, rulesUsage)
+		return 2
+	}
+	verb := args[0]
+	fl := flag.NewFlagSet("rules "+verb, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, rulesUsage) }
+	useBuiltin := fl.Bool("builtin", false, "include the rule library embedded in guardd")
+	if err := fl.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var srcs []ruleSource
+	if *useBuiltin {
+		srcs = append(srcs, ruleSource{name: "builtin", fsys: builtin.FS})
+	}
+	for _, dir := range fl.Args() {
+		st, err := os.Stat(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "guardd rules %s: %v\n", verb, err)
+			return 1
+		}
+		if !st.IsDir() {
+			fmt.Fprintf(stderr, "guardd rules %s: %s is not a directory\n", verb, dir)
+			return 1
+		}
+		srcs = append(srcs, ruleSource{name: dir, fsys: os.DirFS(dir)})
+	}
+	if len(srcs) == 0 {
+		fmt.Fprint(stderr, rulesUsage)
+		return 2
+	}
+	if verb == "check" {
+		return rulesCheck(srcs, stdout, stderr)
+	}
+	return rulesTest(srcs, stdout, stderr)
+}
+
+// printRuleErrors prints err one located problem per line, with file names
+// joined to the source they came from.
+func printRuleErrors(w io.Writer, src ruleSource, err error) {
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	for _, e := range list {
+		var re *rules.Error
+		if errors.As(e, &re) {
+			re2 := *re
+			re2.File = filepath.Join(src.name, re.File)
+			fmt.Fprintln(w, re2.Error())
+			continue
+		}
+		fmt.Fprintf(w, "%s: %v\n", src.name, e)
+	}
+}
+
+func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
+	opts := rules.Options{Logger: slog.New(slog.DiscardHandler)}
+	var sets []*rules.Set
+	var names []string // the source of each rule, in order
+	failed := false
+	for _, src := range srcs {
+		s, err := rules.Load(src.fsys, opts)
+		if err != nil {
+			printRuleErrors(stderr, src, err)
+			failed = true
+			continue
+		}
+		sets = append(sets, s)
+		for range s.Rules() {
+			names = append(names, src.name)
+		}
+	}
+	if failed {
+		return 1
+	}
+	all, err := rules.Merge(sets...)
+	if err != nil {
+		fmt.Fprintf(stderr, "guardd rules check: %v\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tCHARACTERISTICS\tPERIOD\tLIMIT\tACTION\tTIMEOUT\tALGORITHM\tEVALUATION\tFILE")
+	fallbacks := 0
+	for i, r := range all.Rules() {
+		var cs []string
+		for _, c := range r.Characteristics {
+			cs = append(cs, c.String())
+		}
+		limit := strconv.FormatFloat(r.Requests, 'f', -1, 64)
+		if r.Score != nil {
+			limit += " (score " + r.Score.String() + ")"
+		}
+		eval := "native"
+		if !r.Native {
+			eval = "fallback"
+			fallbacks++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, strings.Join(cs, ","), r.Period, limit,
+			r.Action, r.MitigationTimeout, r.Algorithm, eval, filepath.Join(names[i], r.File))
+	}
+	tw.Flush()
+	for i, r := range all.Rules() {
+		if !r.Native {
+			fmt.Fprintf(stdout, "fallback %s (%s:%d): evaluated by OPA on every event: %s\n",
+				r.Name, filepath.Join(names[i], r.File), r.Line, strings.Join(r.Fallback, "; "))
+		}
+	}
+	fmt.Fprintf(stdout, "%d rules ok, %d native, %d fallback\n", len(all.Rules()), len(all.Rules())-fallbacks, fallbacks)
+	return 0
+}
+
+func rulesTest(srcs []ruleSource, stdout, stderr io.Writer) int {
+	passed, failed, skipped := 0, 0, 0
+	status := 0
+	for _, src := range srcs {
+		res, err := rules.Test(src.fsys)
+		if err != nil {
+			printRuleErrors(stderr, src, err)
+			status = 1
+			continue
+		}
+		for _, r := range res {
+			name := strings.TrimPrefix(r.Package, "data.") + "." + r.Name
+			loc := filepath.Join(src.name, r.File) + ":" + strconv.Itoa(r.Line)
+			switch {
+			case r.Skip:
+				skipped++
+				fmt.Fprintf(stdout, "SKIP: %s (%s)\n", name, loc)
+			case r.Pass:
+				passed++
+				fmt.Fprintf(stdout, "PASS: %s (%s)\n", name, r.Duration)
+			default:
+				failed++
+				status = 1
+				if r.Err != nil {
+					fmt.Fprintf(stdout, "FAIL: %s (%s): %v\n", name, loc, r.Err)
+				} else {
+					fmt.Fprintf(stdout, "FAIL: %s (%s)\n", name, loc)
+				}
+			}
+		}
+	}
+	fmt.Fprintln(stdout, strings.Repeat("-", 72))
+	if skipped > 0 {
+		fmt.Fprintf(stdout, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	} else {
+		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
+	}
+	return status
+}
