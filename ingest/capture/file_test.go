@@ -151,6 +151,7 @@ func pcapngFile(t *testing.T) ([]byte, []rec) {
 	}
 	buf.Write(idb(layers.LinkTypeLinuxSLL2))
 	buf.Write(idb(layers.LinkTypeRaw, ngOpt(be, optTsresol, []byte{0x80 | 20}), ngOpt(be, optTsoffset, be.AppendUint64(nil, 100))))
+	buf.Write(idb(layers.LinkTypeIPv4, ngOpt(be, optTsresol, []byte{12}))) // picoseconds
 	// Old packet block on interface 0: µs.
 	us := uint64(t0.UnixMicro() + 5)
 	pb := be.AppendUint16(nil, 0)
@@ -173,6 +174,17 @@ func pcapngFile(t *testing.T) ([]byte, []rec) {
 	epb = append(epb, ngOpt(be, 1, []byte("comment"))...)
 	buf.Write(ngBlock(be, ngEPB, append(epb, 0, 0, 0, 0)))
 	want = append(want, rec{time: time.Unix(1_700_000_100, 5e8), lt: layers.LinkTypeRaw, iface: 1, data: pkt(5), length: 9000})
+	// EPB on interface 2: picoseconds, cut to nanoseconds.
+	// 64 bits of picoseconds reach only 1970-07. Wireshark 4.0 computes
+	// frac*1e9 in 64 bits, which overflows past 18 ms: keep below for tshark.
+	ps := uint64(10_000_000)*1e12 + 12_345_678_999
+	epb = be.AppendUint32(nil, 2)
+	epb = be.AppendUint32(epb, uint32(ps>>32))
+	epb = be.AppendUint32(epb, uint32(ps))
+	epb = be.AppendUint32(epb, uint32(len(pkt(6))))
+	epb = be.AppendUint32(epb, uint32(len(pkt(6))))
+	buf.Write(ngBlock(be, ngEPB, append(epb, pkt(6)...)))
+	want = append(want, rec{time: time.Unix(10_000_000, 12_345_678), lt: layers.LinkTypeIPv4, iface: 2, data: pkt(6)})
 	return buf.Bytes(), want
 }
 
@@ -300,7 +312,7 @@ func TestOpenFileErrors(t *testing.T) {
 		{name: "lying capture length", data: lying, read: "frame 1 at byte 24: capture length 4294967280 exceeds 262144"},
 		{name: "pcapng lying block length", data: ngLying, read: "frame 1 at byte"},
 		{name: "pcapng undescribed interface", data: badIface, read: "interface 7 not described"},
-		{name: "pcapng cut", data: ng[:len(ng)-2], packets: 4, read: "frame 5", eof: true},
+		{name: "pcapng cut", data: ng[:len(ng)-2], packets: 5, read: "frame 6", eof: true},
 		{name: "pcapng bad bom", data: append(bytes.Clone(ng[:8]), 1, 2, 3, 4), open: "byte-order magic"},
 	}
 	for _, c := range cases {
@@ -358,5 +370,64 @@ func TestReadPacketAllocs(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("%s: %v allocs per ReadPacket", name, allocs)
 		}
+	}
+}
+
+// TestKuznetzov reads the "modified" pcap format (magic a1b2cd34), whose
+// record headers carry 8 more bytes (interface index, protocol, type).
+func TestKuznetzov(t *testing.T) {
+	le := binary.LittleEndian
+	h := le.AppendUint32(nil, pcapKuznet)
+	h = le.AppendUint16(h, 2)
+	h = le.AppendUint16(h, 4)
+	h = append(h, make([]byte, 8)...)
+	h = le.AppendUint32(h, 65535)
+	h = le.AppendUint32(h, uint32(layers.LinkTypeEthernet))
+	for i := 1; i <= 2; i++ {
+		h = le.AppendUint32(h, uint32(t0.Unix()))
+		h = le.AppendUint32(h, 250_000)
+		h = le.AppendUint32(h, uint32(len(pkt(i))))
+		h = le.AppendUint32(h, uint32(len(pkt(i))))
+		h = append(h, 3, 0, 0, 0, 0, 8, 0, 0) // ifindex, protocol, pkt_type, pad
+		h = append(h, pkt(i)...)
+	}
+	at := time.Unix(t0.Unix(), 250_000_000)
+	checkRecs(t, readAll(t, writeTemp(t, "k.pcap", h)), []rec{{time: at, lt: layers.LinkTypeEthernet, data: pkt(1)}, {time: at, lt: layers.LinkTypeEthernet, data: pkt(2)}}, time.Nanosecond)
+}
+
+func TestTimestampResolution(t *testing.T) {
+	cases := []struct {
+		name   string
+		tsres  byte
+		ts     uint64
+		offset int64
+		want   time.Time
+	}{
+		{"microseconds", 6, 1_700_000_000_123_456, 0, time.Unix(1_700_000_000, 123_456_000)},
+		{"nanoseconds", 9, 1_700_000_000_123_456_789, 0, time.Unix(1_700_000_000, 123_456_789)},
+		{"seconds", 0, 1_700_000_000, 0, time.Unix(1_700_000_000, 0)},
+		{"picoseconds, large fraction", 12, 10_000_000*1e12 + 999_999_999_999, 0, time.Unix(10_000_000, 999_999_999)},
+		{"2^-10 with offset", 0x80 | 10, 5<<10 | 512, 60, time.Unix(65, 500_000_000)},
+		{"2^-63", 0x80 | 63, 1<<63 - 1, 0, time.Unix(0, 999_999_999)},
+		{"2^0", 0x80, 42, 0, time.Unix(42, 0)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &FileSource{order: binary.LittleEndian}
+			body := binary.LittleEndian.AppendUint16(nil, 1)
+			body = append(body, 0, 0, 0, 0, 0, 0)
+			body = append(body, ngOpt(binary.LittleEndian, optTsresol, []byte{c.tsres})...)
+			body = append(body, ngOpt(binary.LittleEndian, optTsoffset, binary.LittleEndian.AppendUint64(nil, uint64(c.offset)))...)
+			if err := s.addInterface(body); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.ifaces[0].timestamp(c.ts); !got.Equal(c.want) {
+				t.Errorf("got %v, want %v", got.UTC(), c.want.UTC())
+			}
+		})
+	}
+	s := &FileSource{order: binary.LittleEndian}
+	if err := s.addInterface(append([]byte{1, 0, 0, 0, 0, 0, 0, 0}, ngOpt(binary.LittleEndian, optTsresol, []byte{20})...)); err == nil {
+		t.Error("if_tsresol 10^-20 accepted")
 	}
 }

@@ -236,9 +236,11 @@ func (d *Decoder) Decode(data []byte, lt layers.LinkType, p *Packet) error {
 }
 
 func (d *Decoder) fail(o Outcome, layer string, b []byte, reason string) error {
-	off := len(d.base) - len(b)
-	if off < 0 {
-		off = 0
+	// b is a subslice of base: both run to the end of the same array, so
+	// the difference of capacities is where b starts.
+	off := cap(d.base) - cap(b)
+	if off < 0 || off > len(d.base) {
+		off = len(d.base)
 	}
 	d.err = DecodeError{Outcome: o, Layer: layer, Offset: off, Reason: reason}
 	return &d.err

@@ -312,6 +312,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"ipv4 ihl 4", mod(func(b []byte) { b[14] = 0x44 }), "ipv4"},
 		{"ipv4 total below ihl", mod(func(b []byte) { b[16], b[17] = 0, 10 }), "ipv4"},
 		{"tcp offset 4", mod(func(b []byte) { b[14+20+12] = 0x40 }), "tcp"},
+		{"tcp offset 4 before ethernet padding", append(mod(func(b []byte) { b[14+20+12] = 0x40 }), 0, 0, 0, 0), "tcp"},
 		{"nesting too deep", func() []byte {
 			var ls []gopacket.SerializableLayer
 			ls = append(ls, eth(layers.EthernetTypeIPv4))
@@ -336,6 +337,9 @@ func TestDecodeMalformed(t *testing.T) {
 			var de *DecodeError
 			if !errors.As(err, &de) || de.Outcome != OutcomeMalformed || de.Layer != c.layer {
 				t.Fatalf("got %v, want a malformed %s error", err, c.layer)
+			}
+			if c.layer == "tcp" && de.Offset != 34 {
+				t.Errorf("offset %d, want 34 (after Ethernet and IPv4)", de.Offset)
 			}
 			if errors.Is(err, ErrNotTransport) {
 				t.Errorf("malformed error wraps ErrNotTransport")
