@@ -1,0 +1,29 @@
+// Package decision answers nginx at request time: is this request to be
+// allowed, blocked, rate limited or shadow-banned?
+//
+// nginx asks through auth_request, which only tells 2xx (allow) from 401 and
+// 403 (deny). So the protocol has two steps:
+//
+//  1. GET /v1/decide, nginx's auth subrequest. It carries the client's
+//     address and port (X-Real-IP, X-Real-Port), the original method and URI
+//     (X-Original-Method, X-Original-URI), and the client's own headers and
+//     cookies, which auth_request passes along. guardd evaluates the rules'
+//     mitigation expressions on the request and looks up active mitigations
+//     for every scope shape the table holds (ip.src, ip.src.prefix, a cookie,
+//     a JA4, ...), in O(1) each. Allow is 204. Anything else is 401 with
+//     X-Guardd-Decision, a compact description of what to answer, which nginx
+//     captures with auth_request_set.
+//  2. nginx's error_page 401 sends the request to a named location that
+//     proxies it to /v1/respond with that decision. guardd answers for real:
+//     403 for block, 429 with Retry-After (delta seconds) and the IETF
+//     RateLimit and RateLimit-Policy headers for rate_limit, a plausible 200
+//     from the shadowban package for shadowban, 503 with Retry-After when
+//     guardd sheds load. The upstream never sees a denied request.
+//
+// docs/nginx.md has the nginx configuration, including how to fail open or
+// closed per location when guardd is unreachable.
+//
+// A decision does not count the request: counting happens once, from the
+// access log line, which carries the response status most rules need. So a
+// request is never counted twice.
+package decision
