@@ -8,28 +8,40 @@ import (
 )
 
 // flowKey names a flow whatever the direction: a is the lower endpoint.
+// Addresses are stored as 16 bytes (IPv4-mapped for IPv4, and v4 set) so the
+// key holds no pointer: it hashes fast and the GC does not scan it.
 type flowKey struct {
-	a, b   netip.Addr
+	a, b   [16]byte
 	ap, bp uint16
 	proto  uint8
+	v4     bool
 }
 
 // makeKey returns the key of a packet's flow and the side that sent it: 0 when
 // the source is the key's a endpoint, 1 when it is b.
 func makeKey(src netip.Addr, sport uint16, dst netip.Addr, dport uint16, proto uint8) (flowKey, int) {
-	c := src.Compare(dst)
+	s, d := src.As16(), dst.As16()
+	v4 := src.Is4()
+	c := bytes.Compare(s[:], d[:])
 	if c < 0 || (c == 0 && sport <= dport) {
-		return flowKey{a: src, b: dst, ap: sport, bp: dport, proto: proto}, 0
+		return flowKey{a: s, b: d, ap: sport, bp: dport, proto: proto, v4: v4}, 0
 	}
-	return flowKey{a: dst, b: src, ap: dport, bp: sport, proto: proto}, 1
+	return flowKey{a: d, b: s, ap: dport, bp: sport, proto: proto, v4: v4}, 1
+}
+
+func (k *flowKey) addr(a [16]byte) netip.Addr {
+	if k.v4 {
+		return netip.AddrFrom4([4]byte(a[12:]))
+	}
+	return netip.AddrFrom16(a)
 }
 
 // endpoints returns the sender and receiver of side.
 func (k *flowKey) endpoints(side int) (netip.Addr, uint16, netip.Addr, uint16) {
 	if side == 0 {
-		return k.a, k.ap, k.b, k.bp
+		return k.addr(k.a), k.ap, k.addr(k.b), k.bp
 	}
-	return k.b, k.bp, k.a, k.ap
+	return k.addr(k.b), k.bp, k.addr(k.a), k.ap
 }
 
 // flow is the state of one TCP connection or QUIC flow. It stays small: a

@@ -1,0 +1,90 @@
+package sniff
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// captures returns the ground-truth captures of testdata (made on lo by
+// make-captures.sh).
+func captures(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/*.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := filepath.Glob("testdata/*.pcapng")
+	files = append(files, ng...)
+	if len(files) == 0 {
+		t.Fatal("no captures in testdata")
+	}
+	return files
+}
+
+// jsonLines runs a file through ReadFile and returns its --json output.
+func jsonLines(t *testing.T, path string, cfg Config) []byte {
+	t.Helper()
+	var out []byte
+	if _, err := ReadFile(path, cfg, func(r *Record) {
+		out = r.AppendJSON(out)
+		out = append(out, '\n')
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGolden compares the records of every capture with its golden file, the
+// output of `guardd fingerprint --json`. The JA3 strings in the golden files
+// were checked against tshark 4.0.17 by TestTsharkJA3 (integration).
+func TestGolden(t *testing.T) {
+	for _, path := range captures(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			got := jsonLines(t, path, Config{})
+			golden := strings.TrimSuffix(path, filepath.Ext(path)) + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from %s:\ngot:\n%s\nwant:\n%s", path, golden, got, want)
+			}
+			for i, line := range bytes.Split(bytes.TrimSuffix(got, []byte("\n")), []byte("\n")) {
+				var m map[string]any
+				if len(line) > 0 && json.Unmarshal(line, &m) != nil {
+					t.Errorf("line %d is not JSON: %s", i+1, line)
+				}
+			}
+		})
+	}
+}
+
+// TestWrappedSame checks that every re-wrapped copy of tls13.pcap (VLAN,
+// QinQ, GRE, ERSPAN II, VXLAN, SLL, SLL2, NULL) gives the records of the
+// original.
+func TestWrappedSame(t *testing.T) {
+	want := jsonLines(t, "testdata/tls13.pcap", Config{})
+	if len(want) == 0 {
+		t.Fatal("tls13.pcap gives no record")
+	}
+	for _, w := range []string{"vlan", "qinq", "gre", "erspan2", "vxlan", "sll", "sll2", "null"} {
+		t.Run(w, func(t *testing.T) {
+			if got := jsonLines(t, "testdata/tls13-"+w+".pcap", Config{}); !bytes.Equal(got, want) {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
