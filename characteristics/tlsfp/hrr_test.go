@@ -31,14 +31,10 @@ func selfSigned(t *testing.T) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// TestHelloRetryRequestStream records the client side of a real crypto/tls
-// handshake in which the server forces a HelloRetryRequest (it accepts only
-// P-384, the client's first key shares are X25519MLKEM768 and X25519). The
-// stream holds CH1, a CCS, CH2, then encrypted records: the scanner emits two
-// hellos and stops.
-func TestHelloRetryRequestStream(t *testing.T) {
-	// Loopback TCP, not net.Pipe: the server's session tickets must not
-	// block on a client that is still writing its Finished.
+// clientStream runs a real crypto/tls handshake over loopback TCP and returns
+// every byte the client wrote.
+func clientStream(t *testing.T, srvConf *tls.Config, cliConf *tls.Config) []byte {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Skipf("no loopback TCP: %v", err)
@@ -53,10 +49,10 @@ func TestHelloRetryRequestStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recordingConn{Conn: cliEnd}
-	srv := tls.Server(srvEnd, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, CurvePreferences: []tls.CurveID{tls.CurveP384}})
+	srv := tls.Server(srvEnd, srvConf)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Handshake() }()
-	cli := tls.Client(rec, &tls.Config{ServerName: "example.test", InsecureSkipVerify: true})
+	cli := tls.Client(rec, cliConf)
 	_ = cli.SetDeadline(time.Now().Add(10 * time.Second))
 	if err := cli.Handshake(); err != nil {
 		t.Fatalf("client handshake: %v", err)
@@ -64,13 +60,38 @@ func TestHelloRetryRequestStream(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatalf("server handshake: %v", err)
 	}
-	if cli.ConnectionState().CurveID != tls.CurveP384 {
-		t.Fatalf("negotiated %v, not P-384 after HRR", cli.ConnectionState().CurveID)
-	}
+	_, _ = cli.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
 	cli.Close()
 	srv.Close()
+	return rec.buf.Bytes()
+}
 
-	stream := rec.buf.Bytes()
+// TestTLS12Stream: after a TLS 1.2 hello the client sends ClientKeyExchange,
+// CCS and an encrypted Finished (a type-22 record): one hello, then stop at
+// the first message that is not a ClientHello.
+func TestTLS12Stream(t *testing.T) {
+	stream := clientStream(t, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, MaxVersion: tls.VersionTLS12},
+		&tls.Config{ServerName: "example.test", InsecureSkipVerify: true})
+	got, done := collect(bytewise(stream)...)
+	if len(got) != 1 || !done {
+		t.Fatalf("%d hellos, done %v; want 1, true", len(got), done)
+	}
+	one, _ := collect(stream)
+	if !equalHellos(one, got) {
+		t.Error("one-shot and byte-at-a-time differ")
+	}
+}
+
+// TestHelloRetryRequestStream records the client side of a real crypto/tls
+// handshake in which the server forces a HelloRetryRequest (it accepts only
+// P-384, the client's first key shares are X25519MLKEM768 and X25519). The
+// stream holds CH1, a CCS, CH2, then encrypted records: the scanner emits two
+// hellos and stops.
+func TestHelloRetryRequestStream(t *testing.T) {
+	// Loopback TCP, not net.Pipe: the server's session tickets must not
+	// block on a client that is still writing its Finished.
+	stream := clientStream(t, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, CurvePreferences: []tls.CurveID{tls.CurveP384}},
+		&tls.Config{ServerName: "example.test", InsecureSkipVerify: true})
 	for name, chunks := range map[string][][]byte{"one shot": {stream}, "byte at a time": bytewise(stream)} {
 		var s Scanner
 		var idx []int
