@@ -30,8 +30,10 @@ type LiveConfig struct {
 	// Interface), or `tcpdump -ddd` output. "" means DefaultFilter, which
 	// passes only what fingerprinting needs.
 	BPF string
-	// SnapLen is the most bytes kept of each frame. 0 means 65535 (enough
-	// for TSO/GRO super-packets); at most MaxCaptureLength.
+	// SnapLen is the most bytes kept of each frame. 0 means
+	// MaxCaptureLength (262144, as tcpdump): on the host that terminates the
+	// connections, TSO/GSO and BIG TCP frames exceed 65535 bytes, and a cut
+	// segment is a hole in the stream. The kernel copies only what arrived.
 	SnapLen int
 	// BlockSize and NumBlocks size the TPACKET_V3 ring: BlockSize is a
 	// multiple of the page size, at least SnapLen plus headers. 0 means
@@ -76,7 +78,7 @@ func (c LiveConfig) withDefaults() (LiveConfig, error) {
 		c.Interface = ""
 	}
 	if c.SnapLen == 0 {
-		c.SnapLen = 65535
+		c.SnapLen = MaxCaptureLength
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = 1 << 20
@@ -190,7 +192,7 @@ func OpenLive(cfg LiveConfig) (*LiveSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture: %s: af_packet ring: %w", name, err)
 	}
-	l := &LiveSource{iface: name, linkType: lt, timeout: cfg.ReadTimeout, tp: tp, buf: make([]byte, 0, cfg.SnapLen)}
+	l := &LiveSource{iface: name, linkType: lt, timeout: cfg.ReadTimeout, tp: tp, buf: make([]byte, 0, 64<<10)}
 	if err := tp.SetBPF(filter); err != nil {
 		tp.Close()
 		return nil, fmt.Errorf("capture: %s: attach filter: %w", name, err)
