@@ -218,9 +218,9 @@ func (l *LiveSource) LinkType() layers.LinkType { return l.linkType }
 // ReadPacket waits for the next packet. After Close it returns an error
 // wrapping net.ErrClosed; with a ReadTimeout, ErrTimeout when none came.
 //
-// The frame is copied out of the ring (about 40 ns for 600 bytes) so that
-// Data stays valid until the next ReadPacket even if another goroutine calls
-// Close meanwhile.
+// The frame is copied out of the ring (tens of ns for a 600-byte frame) so
+// that Data stays valid until the next ReadPacket even if another goroutine
+// calls Close meanwhile.
 func (l *LiveSource) ReadPacket(p *Packet) error {
 	var start time.Time
 	for {
