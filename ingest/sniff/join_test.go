@@ -28,9 +28,9 @@ func TestJoin(t *testing.T) {
 	j.Put(req("GET", "/a?x=1", "h3", 3*time.Second))
 
 	tests := []struct {
-		name     string
-		ev       characteristics.Event
-		ok       bool
+		name      string
+		ev        characteristics.Event
+		ok        bool
 		ja4, ja4h string
 	}{
 		{"first request", characteristics.Event{IP: ip, Port: 5555, Time: epoch.Add(2 * time.Second), Method: "GET", Path: "/a", Query: "x=1"}, true, "t13d", "h1"},
