@@ -190,62 +190,94 @@ func parseHex(l []byte) (int64, bool) {
 	return n, digits > 0
 }
 
-// feedHeaders accumulates the header block line by line. It returns the
-// unconsumed bytes, and connect=true after a CONNECT block.
+// feedHeaders accumulates the header block. It scans b for line ends
+// without copying line by line: bytes are appended to p.buf once per call
+// (or once per block). It returns the unconsumed bytes, and connect=true
+// after a CONNECT block.
 func (p *Parser) feedHeaders(b []byte, emit func(*Request)) (rest []byte, connect bool) {
 	for len(b) > 0 {
-		if p.line == 0 && len(p.buf) == 0 {
-			// At a request boundary: reject non-HTTP early, without waiting
-			// for a line end that may never come.
+		if len(p.buf) == 0 {
+			// At a request boundary: skip empty lines (RFC 9112 §2.2) and
+			// reject non-HTTP early, without waiting for a line end that
+			// may never come.
+			for len(b) > 0 && (b[0] == '\r' || b[0] == '\n') {
+				b = b[1:]
+			}
+			if len(b) == 0 {
+				return b, false
+			}
 			if !maybeMethodStart(b) {
 				p.st = stDone
 				return nil, false
 			}
 		}
-		i := bytes.IndexByte(b, '\n')
-		end := len(b)
-		if i >= 0 {
-			end = i + 1
-		}
-		if len(p.buf)+end > MaxHeaderBlock {
-			p.st = stDone
-			return nil, false
-		}
-		p.buf = append(p.buf, b[:end]...)
-		b = b[end:]
-		if p.line == 0 && !maybeMethodStart(p.buf) {
-			p.st = stDone
-			return nil, false
-		}
-		if i < 0 {
-			return b, false
-		}
-		line := trimCR(p.buf[p.line : len(p.buf)-1])
-		if p.line == 0 {
-			if len(line) == 0 {
-				// Empty lines before a request line are ignored (RFC 9112 §2.2).
-				p.buf = p.buf[:0]
-				continue
+		// p.buf holds b[:seg] logically; offsets past len(p.buf) are in
+		// b[seg:].
+		seg, pos := 0, 0
+		blockEnd := -1
+		for {
+			i := bytes.IndexByte(b[pos:], '\n')
+			if i < 0 {
+				break
 			}
-			if _, _, _, ok := splitRequestLine(line); !ok {
+			i += pos
+			if len(p.buf)+i+1-seg > MaxHeaderBlock {
 				p.st = stDone
 				return nil, false
 			}
-		} else if len(line) == 0 {
-			isConnect := p.finishBlock(emit)
-			p.buf = p.buf[:0]
-			p.line = 0
-			if isConnect {
-				return b, true
+			if p.line == 0 {
+				// The request line: validate it whole.
+				p.buf = append(p.buf, b[seg:i+1]...)
+				seg = i + 1
+				if _, _, _, ok := splitRequestLine(trimCR(p.buf[:len(p.buf)-1])); !ok {
+					p.st = stDone
+					return nil, false
+				}
+				p.line = len(p.buf)
+				pos = i + 1
+				continue
 			}
-			if p.st != stHeaders {
-				return b, false // a body follows
+			end := len(p.buf) + i - seg // offset of the '\n'
+			if n := end - p.line; n == 0 || n == 1 && p.byteAt(b, seg, p.line) == '\r' {
+				blockEnd = i
+				break
 			}
-			continue
+			p.line = end + 1
+			pos = i + 1
 		}
-		p.line = len(p.buf)
+		if blockEnd < 0 {
+			if len(p.buf)+len(b)-seg > MaxHeaderBlock {
+				p.st = stDone
+				return nil, false
+			}
+			p.buf = append(p.buf, b[seg:]...)
+			if p.line == 0 && !maybeMethodStart(p.buf) {
+				p.st = stDone
+				return nil, false
+			}
+			return nil, false
+		}
+		p.buf = append(p.buf, b[seg:blockEnd+1]...)
+		b = b[blockEnd+1:]
+		isConnect := p.finishBlock(emit)
+		p.buf = p.buf[:0]
+		p.line = 0
+		if isConnect {
+			return b, true
+		}
+		if p.st != stHeaders {
+			return b, false // a body follows
+		}
 	}
 	return b, false
+}
+
+// byteAt reads the byte at offset v of p.buf followed by b[seg:].
+func (p *Parser) byteAt(b []byte, seg, v int) byte {
+	if v < len(p.buf) {
+		return p.buf[v]
+	}
+	return b[seg+v-len(p.buf)]
 }
 
 // finishBlock parses the complete header block in p.buf, emits it and sets
