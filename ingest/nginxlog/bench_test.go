@@ -72,3 +72,17 @@ func BenchmarkParseJSON(b *testing.B) {
 	benchParse(b, `{"time_iso8601":"2024-05-01T12:00:00+00:00","remote_addr":"192.0.2.7","remote_port":"50000","request":"GET /x?y=1 HTTP/1.1","status":200,"body_bytes_sent":1234,"request_time":"0.005","http_referer":"-","http_user_agent":"Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0","http_host":"example.com"}`,
 		ParseJSON)
 }
+
+// BenchmarkParseTimeLocal prices the $time_local parse alone: it is what a
+// last-second cache would save.
+func BenchmarkParseTimeLocal(b *testing.B) {
+	in := []byte("10/Oct/2023:13:55:36 +0200")
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if _, ok := parseTimeLocal(in); !ok {
+			b.Fatal("bad time")
+		}
+	}
+	reportCPU(b, cpu, b.N)
+}

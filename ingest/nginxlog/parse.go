@@ -2,6 +2,7 @@ package nginxlog
 
 import (
 	"bytes"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -15,6 +16,10 @@ const splitBudget = 64
 // span is where a variable's value lies in a line.
 type span struct{ start, end int32 }
 
+// spanPool holds span arrays for formats with more variables than Parse
+// keeps on its stack.
+var spanPool = sync.Pool{New: func() any { return new([maxVariables]span) }}
+
 // Parse resets e and fills it from line, a log line in the format f without
 // its newline. e.Source is set to characteristics.SourceNginxLog.
 //
@@ -27,10 +32,12 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 	if len(line) > 1<<30 {
 		return fieldError("", 0, "a line under 1 GiB", nil)
 	}
-	var buf [64]span
+	var buf [32]span // zeroing more would cost the common formats
 	spans := buf[:]
 	if len(f.vars) > len(buf) {
-		spans = make([]span, len(f.vars))
+		p := spanPool.Get().(*[maxVariables]span)
+		defer spanPool.Put(p)
+		spans = p[:]
 	}
 	if !hasLiteral(line, f.lead) {
 		return fieldError("", 0, "literal "+quote(f.lead)+" at the start", line)

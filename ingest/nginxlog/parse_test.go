@@ -433,3 +433,30 @@ func TestParseAllocs(t *testing.T) {
 		t.Errorf("ParseJSON allocates %v times per line, want 0", n)
 	}
 }
+
+// TestParseManyVariables parses a format with more variables than Parse keeps
+// on its stack, without allocating.
+func TestParseManyVariables(t *testing.T) {
+	var fs, ls []string
+	for i := range 100 {
+		fs = append(fs, "$v"+strconv.Itoa(i))
+		ls = append(ls, strconv.Itoa(i))
+	}
+	f, err := Compile(strings.Join(fs, "|"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := []byte(strings.Join(ls, "|"))
+	var e characteristics.Event
+	n := testing.AllocsPerRun(100, func() {
+		if err := f.Parse(line, &e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(e.Vars) != 100 || e.Vars[99] != (characteristics.Field{Name: "v99", Value: "99"}) {
+		t.Fatalf("Vars = %v", e.Vars)
+	}
+	if n != 0 {
+		t.Errorf("Parse allocates %v times per line", n)
+	}
+}
