@@ -73,6 +73,8 @@ count if {
 	` + body + `
 }
 
+default sub := false
+
 sub if input.http.headers["sec-fetch-dest"] in {"empty", "image"}
 sub if startswith(input.http.path, "/api")
 `
@@ -145,6 +147,7 @@ func TestNativeOps(t *testing.T) {
 		{`some p in {".php", ".bak", "~"}; endswith(lower(input.http.path), p)`, true},
 		{`input.http.method == "POST"; some p in {"/login", "/signin"}; input.http.path == p; input.http.status == 401`, true},
 		{`input.http.method == "GET"; not sub`, true},
+		{`sub`, true},
 		{`input.ip.src.x`, false},
 		{`object.get(input.http.headers, "accept", "") == "text/html"`, false},
 		{`not startswith(input.http.headers["x-requested-with"], "XML")`, true},
@@ -271,4 +274,26 @@ func BenchmarkEvalRule(b *testing.B) {
 		}
 		b.Run(strings.TrimSuffix(name, ".rego"), func(b *testing.B) { benchEval(b, s) })
 	}
+}
+
+func TestDefaultCountIsNative(t *testing.T) {
+	mod := "# METADATA\n# custom:\n#   characteristics: [ip.src]\n#   period: 1m\n#   requests_per_period: 10\n#   action: log\npackage guardd.rules.d\n\ndefault count := false\n\ncount if input.http.status == 404\n\ndefault mitigate := true\n\nmitigate if input.http.status == 200\n"
+	fsys := fstest.MapFS{"d.rego": {Data: []byte(mod)}}
+	native, err := Load(fsys, Options{EvalTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := native.Rules()[0]
+	// count is native; mitigate has a true default, which is not.
+	if r.Native || len(r.Fallback) != 1 || !strings.HasPrefix(r.Fallback[0], "mitigate:") {
+		t.Errorf("rule = %+v, want only mitigate to fall back", r)
+	}
+	if native.evals[0].count == nil {
+		t.Error("count with `default count := false` did not compile natively")
+	}
+	opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	differential(t, native, opa, 500, 4)
 }

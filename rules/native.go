@@ -260,6 +260,9 @@ func (ss *supportSet) pred(path string) (*predicate, error) {
 	p := &predicate{}
 	var sigs [][]condSig
 	for _, r := range rules {
+		if r.Default && r.Head.Value != nil && r.Head.Value.Equal(ast.BooleanTerm(false)) {
+			continue // `default x := false`: the same as undefined for a condition
+		}
 		if r.Default || r.Else != nil || len(r.Head.Args) > 0 || r.Head.Key != nil ||
 			(r.Head.Value != nil && !r.Head.Value.Equal(ast.BooleanTerm(true))) {
 			return nil, unsup("support rule %v", r.Head)
@@ -699,21 +702,36 @@ func (tr *translator) member(x, coll *ast.Term) (cond, condSig, error) {
 	}, condSig{}, nil
 }
 
-// strSet is a set of strings: a slice when small, a map otherwise.
+// strSet is a set of strings, bucketed by length: a lookup indexes the
+// bucket of len(v) and compares the few strings there, cheaper than hashing
+// for the small sets rules hold. Sets with long strings use a map.
 type strSet struct {
-	small []string
+	byLen [][]string
 	m     map[string]struct{}
 }
 
+const strSetMaxLen = 128
+
 func newStrSet(strs []string) *strSet {
-	if len(strs) <= 8 {
-		return &strSet{small: strs}
+	s := &strSet{}
+	for _, x := range strs {
+		if len(x) > strSetMaxLen {
+			s.m = make(map[string]struct{}, len(strs))
+			for _, x := range strs {
+				s.m[x] = struct{}{}
+			}
+			return s
+		}
 	}
-	m := make(map[string]struct{}, len(strs))
-	for _, s := range strs {
-		m[s] = struct{}{}
+	for _, x := range strs {
+		for len(s.byLen) <= len(x) {
+			s.byLen = append(s.byLen, nil)
+		}
+		if !slices.Contains(s.byLen[len(x)], x) {
+			s.byLen[len(x)] = append(s.byLen[len(x)], x)
+		}
 	}
-	return &strSet{m: m}
+	return s
 }
 
 func (s *strSet) has(v string) bool {
@@ -721,7 +739,10 @@ func (s *strSet) has(v string) bool {
 		_, ok := s.m[v]
 		return ok
 	}
-	for _, x := range s.small {
+	if len(v) >= len(s.byLen) {
+		return false
+	}
+	for _, x := range s.byLen[len(v)] {
 		if x == v {
 			return true
 		}

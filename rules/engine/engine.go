@@ -39,6 +39,9 @@ type Trip struct {
 	Time    time.Time
 	Expires time.Time
 	Result  counting.Result
+	// Extended is set when the trip only pushes out the expiry of an active
+	// mitigation (reported when it moves by a tenth of the timeout or more).
+	Extended bool
 }
 
 // Engine counts events per rule and key and trips rules.
@@ -64,6 +67,7 @@ type Active struct {
 	Counted   float64 // the counter's estimate when it first tripped
 	// Allowlisted marks a scope that tripped but is never mitigated.
 	Allowlisted bool
+	reported    time.Time // the expiry last handed to OnTrip
 }
 
 // New builds an engine with one counter table per rule.
@@ -212,12 +216,14 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool)
 		if exp.After(a.Expires) {
 			a.Expires = exp
 		}
+		report := e.onTrip != nil && (fresh || a.Expires.Sub(a.reported) >= r.MitigationTimeout/10)
 		var tr Trip
-		if fresh && e.onTrip != nil {
-			tr = Trip{Rule: r, Index: int(it.Rule), Key: it.Key, Scope: a.Scope, Time: t, Expires: a.Expires, Result: res}
+		if report {
+			a.reported = a.Expires
+			tr = Trip{Rule: r, Index: int(it.Rule), Key: it.Key, Scope: a.Scope, Time: t, Expires: a.Expires, Result: res, Extended: !fresh}
 		}
 		e.mu.Unlock()
-		if fresh && e.onTrip != nil {
+		if report {
 			trips = append(trips, tr)
 		}
 	}
@@ -225,6 +231,42 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool)
 		e.onTrip(tr)
 	}
 	return mitigated
+}
+
+// Expire forgets mitigations that ended before t, and counters idle for
+// two periods, so a long-running engine stays bounded. It returns how many
+// mitigations it forgot. Replays do not call it: they report every
+// mitigation at the end.
+func (e *Engine) Expire(t time.Time) int {
+	e.mu.Lock()
+	n := 0
+	for _, m := range e.active {
+		for k, a := range m {
+			if a.Expires.Before(t) {
+				delete(m, k)
+				n++
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, c := range e.counters {
+		if s, ok := c.(interface{ Sweep(int64) int }); ok {
+			s.Sweep(t.UnixNano())
+		}
+	}
+	return n
+}
+
+// Keys returns how many keys the rules' counters track, and how many they
+// evicted to stay under their caps.
+func (e *Engine) Keys() (keys int, evictions uint64) {
+	for _, c := range e.counters {
+		if t, ok := c.(*counting.Table); ok {
+			keys += t.Len()
+			evictions += t.Evictions()
+		}
+	}
+	return keys, evictions
 }
 
 // scope turns key bytes back into the rule's characteristic values.

@@ -127,6 +127,22 @@ func TestRetripExtends(t *testing.T) {
 	if len(ms) != 1 || ms[0].Trips != 7 || !ms[0].Expires.Equal(t0.Add(90*time.Second+10*time.Minute)) {
 		t.Fatalf("mitigations = %+v", ms)
 	}
+	if n := e.Expire(t0.Add(time.Hour)); n != 1 || len(e.Mitigations()) != 0 {
+		t.Fatalf("Expire forgot %d, %d left", n, len(e.Mitigations()))
+	}
+}
+
+func TestTripReportsExtensions(t *testing.T) {
+	var trips []engine.Trip
+	e := newEngine(t, nil, &trips, loginRule)
+	var reqs []req
+	for i := range 10 { // trips from the 4th on, every 10s; a tenth of 10m is 1m
+		reqs = append(reqs, req{time.Duration(i) * 10 * time.Second, "192.0.2.5", "POST", "/login", 401, 0, i >= 3})
+	}
+	feed(t, e, reqs)
+	if len(trips) != 2 || trips[0].Extended || !trips[1].Extended || !trips[1].Time.Equal(t0.Add(90*time.Second)) {
+		t.Fatalf("trips = %+v", trips)
+	}
 }
 
 func TestAllowlisted(t *testing.T) {
