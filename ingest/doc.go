@@ -1,10 +1,13 @@
-// Package ingest is the folder of guardd's ingesters: each sub-package turns one
-// source of requests into characteristics.Event values.
+// Package ingest is the folder of guardd's ingesters: its sub-packages turn
+// sources of requests into characteristics.Event values.
 //
 //   - ingest/nginxlog parses nginx access-log lines, in any log_format or as JSON
 //     objects, from plain or gzip files.
+//   - ingest/capture, ingest/decap, ingest/quic and ingest/sniff take packets
+//     from a capture file or a live interface down to TLS, QUIC and HTTP
+//     fingerprints.
+//   - ingest/replay runs the rules over access logs offline.
 //
 // An ingester fills an Event the caller owns, and the Event's strings alias the
-// ingester's buffer until its next call; nothing here enriches, counts or
-// decides. This package itself holds no code.
+// ingester's buffer until its next call. This package itself holds no code.
 package ingest

@@ -460,3 +460,38 @@ func TestParseManyVariables(t *testing.T) {
 		t.Errorf("Parse allocates %v times per line", n)
 	}
 }
+
+// TestParseConcurrent uses one Format from several goroutines, as the replay
+// workers do; run with -race.
+func TestParseConcurrent(t *testing.T) {
+	f := mustFormat(t, "combined")
+	var cases []parseCase
+	for _, tc := range parseCases {
+		if tc.format == "combined" && tc.err == "" {
+			cases = append(cases, tc)
+		}
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var e characteristics.Event
+			for i := range 200 {
+				tc := cases[(g+i)%len(cases)]
+				if err := f.Parse([]byte(tc.line), &e); err != nil {
+					done <- err
+					return
+				}
+				if got := viewOf(&e); !reflect.DeepEqual(got, tc.want) {
+					done <- errors.New(tc.name + ": " + got.String())
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
