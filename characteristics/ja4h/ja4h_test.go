@@ -81,15 +81,16 @@ func manyHeaders(n int) string {
 	return b.String()
 }
 
-func TestFingerprint(t *testing.T) {
-	tests := []struct {
-		name  string
-		req   string
-		ja4h  string // checked when set
-		raw   string // checked when set
-		a     string // part a, checked when set
-		partB string // checked when set
-	}{
+type fpCase struct {
+	name string
+	req  string
+	ja4h string // checked when set
+	raw  string // checked when set
+	a    string // part a, checked when set
+}
+
+func fpCases() []fpCase {
+	return []fpCase{
 		{name: "appendix_h1_lf", req: h1,
 			ja4h: "ge11cr05fr00_4781048db574_22090eb1cea3_c136e875d446",
 			raw:  "ge11cr05fr00_Host,User-Agent,Accept-Language,Accept-Encoding,Connection_lang,sid_lang=fr,sid=abc"},
@@ -120,6 +121,10 @@ func TestFingerprint(t *testing.T) {
 		{name: "m_search", req: "M-SEARCH * HTTP/1.1\nHOST: 239.255.255.250:1900\nMAN: \"ssdp:discover\"\n\n", a: "ms11nn020000"},
 		{name: "spaces_in_target", req: "GET /a b c HTTP/1.1\n\n", a: "ge11nn000000"},
 	}
+}
+
+func TestFingerprint(t *testing.T) {
+	tests := fpCases()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, _, _ := run([]byte(tt.req))
