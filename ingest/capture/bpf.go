@@ -23,7 +23,8 @@ import (
 //   - TCP segments with a payload, with SYN, FIN or RST, or with an IPv4 total
 //     length of 0 (TSO); pure ACKs are dropped;
 //   - IPv4 non-first fragments and IPv6 fragment/extension headers, GRE,
-//     IP-in-IP and MPLS, whose inner headers a short filter cannot reach;
+//     IP-in-IP, MPLS and PPPoE, whose inner headers a short filter cannot
+//     reach;
 //   - behind up to two VLAN tags (the kernel usually strips the outer one
 //     before the filter runs).
 func DefaultFilter(lt layers.LinkType, snaplen int) ([]bpf.RawInstruction, error) {
@@ -106,7 +107,8 @@ func (a *asm) ethernet() {
 		a.emit(bpf.LoadAbsolute{Off: off, Size: 2})
 		a.jeq(0x0800, "ip4_"+strconv.Itoa(int(l3)), "")
 		a.jeq(0x86dd, "ip6_"+strconv.Itoa(int(l3)), "")
-		a.jeq(0x8847, "accept", "")
+		a.jeq(0x8847, "accept", "") // MPLS
+		a.jeq(0x8864, "accept", "") // PPPoE session
 		if i == 2 { // a third tag: give up
 			a.emit(bpf.RetConstant{Val: 0})
 			continue

@@ -79,6 +79,8 @@ func TestDefaultFilter(t *testing.T) {
 		{"icmp", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypeIPv4), v4(layers.IPProtocolICMPv4), data), false},
 		{"gre", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypeIPv4), v4(layers.IPProtocolGRE), data), true},
 		{"arp", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypeARP), data), false},
+		{"pppoe session", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypePPPoESession), data), true},
+		{"pppoe discovery", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypePPPoEDiscovery), data), false},
 		{"mpls", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypeMPLSUnicast), data), true},
 		{"ipv6 tcp payload", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypeIPv6), v6(layers.IPProtocolTCP), tcp(false, false), data), true},
 		{"ipv6 tcp pure ack", layers.LinkTypeEthernet, frame(t, eth(layers.EthernetTypeIPv6), v6(layers.IPProtocolTCP), tcp(false, false)), false},

@@ -29,6 +29,7 @@ const (
 	EncapIPv4Options                    // an IPv4 header with options
 	EncapIPv6Ext                        // IPv6 extension headers skipped
 	EncapDefrag                         // reassembled from IP fragments
+	EncapPPPoE                          // PPPoE session (0x8864)
 )
 
 // Packet is the innermost IP and transport header of a frame.
@@ -330,6 +331,20 @@ func (d *Decoder) decode(b []byte, lt layers.LinkType, p *Packet) error {
 				etype, b = be16(b[2:]), b[4:]
 			case 0x8847, 0x8848:
 				n = nMPLS
+			case 0x8864: // PPPoE session: ver/type, code, session, length, PPP protocol
+				if len(b) < 8 {
+					return d.short("pppoe", b)
+				}
+				p.Encap |= EncapPPPoE
+				switch pp := be16(b[6:]); pp {
+				case 0x0021:
+					n = nIPv4
+				case 0x0057:
+					n = nIPv6
+				default:
+					return ErrNotIP // LCP, IPCP ...
+				}
+				b = b[8:]
 			case 0x6558:
 				n = nEthernet
 			default:

@@ -10,7 +10,7 @@
 //   - Link types: Ethernet (Linux lo too), Linux SLL and SLL2, DLT_NULL in
 //     either byte order, DLT_LOOP, raw IP (101, 12, 14, 228, 229).
 //   - Tunnels, nested in any order up to MaxDepth layers: 802.1Q, QinQ
-//     (0x88a8, 0x9100), MPLS, GRE (checksum, key, sequence; IP, MPLS and
+//     (0x88a8, 0x9100), PPPoE sessions, MPLS, GRE (checksum, key, sequence; IP, MPLS and
 //     transparent Ethernet payloads), ERSPAN types I, II and III, VXLAN
 //     (either port, GPE), GENEVE, IPv4/IPv6 in IPv4/IPv6.
 //   - IPv4 options and IPv6 extension headers are skipped; an IPv4 total
@@ -28,7 +28,8 @@
 //     order guessing and tunnel detection on either UDP port need custom
 //     decoding anyway and the generic parser costs several times more.
 //   - Anything but TCP and UDP as the innermost transport (SCTP, ICMP, ESP
-//     are counted as unsupported), PPP, 802.11, GRE version 1 (PPTP).
+//     are counted as unsupported), PPP outside PPPoE, 802.11, GRE version 1
+//     (PPTP), VXLAN-GPE carrying NSH.
 //   - Concurrency: a Decoder belongs to one goroutine. Packet.Payload and a
 //     returned *DecodeError are valid until the next Decode call.
 package decap
