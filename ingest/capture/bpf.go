@@ -109,7 +109,7 @@ func (a *asm) ethernet() {
 		a.jeq(0x86dd, "ip6_"+strconv.Itoa(int(l3)), "")
 		a.jeq(0x8847, "accept", "") // MPLS
 		a.jeq(0x8864, "accept", "") // PPPoE session
-		if i == 2 { // a third tag: give up
+		if i == 2 {                 // a third tag: give up
 			a.emit(bpf.RetConstant{Val: 0})
 			continue
 		}
