@@ -12,6 +12,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/shadowban"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -25,6 +26,44 @@ type Config struct {
 	Counting        CountingConfig        `yaml:"counting"`
 	Mitigation      MitigationConfig      `yaml:"mitigation"`
 	Fingerprint     FingerprintConfig     `yaml:"fingerprint"`
+	Sources         SourcesConfig         `yaml:"sources"`
+	Decision        ListenConfig          `yaml:"decision"`
+	Admin           AdminConfig           `yaml:"admin"`
+	Shadowban       shadowban.Config      `yaml:"shadowban"`
+}
+
+// SourcesConfig says what the daemon reads.
+type SourcesConfig struct {
+	Nginx NginxSource `yaml:"nginx"`
+}
+
+// NginxSource follows access logs.
+type NginxSource struct {
+	// Paths are files or globs, e.g. /var/log/nginx/*.access.log.
+	Paths []string `yaml:"paths"`
+	// Checkpoint keeps the read position across restarts; default
+	// <mitigation.state_dir>/tail.json when a state_dir is set.
+	Checkpoint string `yaml:"checkpoint"`
+	// FromStart reads files met for the first time from their beginning
+	// instead of their end.
+	FromStart bool `yaml:"from_start"`
+	// PollInterval backs up change notifications; default 250ms.
+	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
+// ListenConfig is an HTTP listener.
+type ListenConfig struct {
+	// Listen is host:port; the decision API defaults to 127.0.0.1:9480.
+	Listen string `yaml:"listen"`
+}
+
+// AdminConfig is the admin API: mitigations, status and /metrics.
+type AdminConfig struct {
+	// Listen defaults to 127.0.0.1:9481. Keep it on loopback.
+	Listen string `yaml:"listen"`
+	// TokenFile holds the bearer token the admin API requires; default
+	// <mitigation.state_dir>/admin.token, created on first start.
+	TokenFile string `yaml:"token_file"`
 }
 
 // LogConfig says how to read access logs.
@@ -127,6 +166,9 @@ func (c *Config) validate() error {
 	}
 	if c.Counting.MaxKeys < 0 {
 		return fmt.Errorf("counting.max_keys: %d: want 0 (default) or more", c.Counting.MaxKeys)
+	}
+	if _, err := shadowban.New(c.Shadowban); err != nil {
+		return err
 	}
 	if c.Rules.DisableBuiltin && len(c.Rules.Dirs) == 0 {
 		return errors.New("rules: builtin disabled and no dirs given: there would be no rules")

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/ingest/tail"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/decision"
+	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/shadowban"
+)
+
+func init() {
+	register("run", "run the daemon: tail nginx logs, count, and answer nginx at request time", runDaemon)
+}
+
+const (
+	defaultStateDir = "/var/lib/guardd"
+	defaultDecision = "127.0.0.1:9480"
+	defaultAdmin    = "127.0.0.1:9481"
+)
+
+func runDaemon(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "/etc/guardd/guardd.yaml", "configuration file (YAML)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintln(stderr, "guardd run: --log-level:", err)
+		return 2
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd run:", err)
+		return 1
+	}
+	d, err := newDaemon(*configPath, cfg, logger, prometheus.NewRegistry())
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd run:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := d.Run(ctx); err != nil {
+		logger.Error("guardd stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// daemon is `guardd run`: one of each component, wired.
+type daemon struct {
+	path    string
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	cfg     atomic.Pointer[Config]
+	pipe    atomic.Pointer[pipeline]
+	store   *mitigation.Store
+	dec     *decision.Handler
+	tailer  *tail.Tailer
+	token   string
+	started time.Time
+	m       daemonMetrics
+
+	decisionLn, adminLn net.Listener
+	lastEvent           atomic.Int64 // unix nanoseconds of the newest event read
+}
+
+type daemonMetrics struct {
+	events, parseErrors *prometheus.CounterVec
+	trips               *prometheus.CounterVec
+	reloadOK, reloadTS  prometheus.Gauge
+}
+
+func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*daemon, error) {
+	if len(cfg.Sources.Nginx.Paths) == 0 {
+		return nil, errors.New("config: sources.nginx.paths: no access logs to follow")
+	}
+	if cfg.Mitigation.StateDir == "" {
+		cfg.Mitigation.StateDir = defaultStateDir
+	}
+	if err := os.MkdirAll(cfg.Mitigation.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("mitigation.state_dir: %w", err)
+	}
+	d := &daemon{path: path, log: logger, reg: reg, started: time.Now()}
+	d.cfg.Store(cfg)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.m = daemonMetrics{
+		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_ingest_events_total", Help: "Events read, by source."}, []string{"source"}),
+		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_ingest_parse_errors_total", Help: "Lines or packets that could not be parsed and were skipped, by source."}, []string{"source"}),
+		trips:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_trips_total", Help: "Times a rule went over its limit and created or extended a mitigation."}, []string{"rule", "action"}),
+		reloadOK:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded."}),
+		reloadTS:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
+	}
+	d.m.events.WithLabelValues(characteristics.SourceNginxLog.String())
+	d.m.parseErrors.WithLabelValues(characteristics.SourceNginxLog.String())
+	reg.MustRegister(d.m.events, d.m.parseErrors, d.m.trips, d.m.reloadOK, d.m.reloadTS)
+
+	allow, err := cfg.allowlist()
+	if err != nil {
+		return nil, err
+	}
+	d.store, err = mitigation.New(mitigation.Config{MaxEntries: cfg.Mitigation.MaxEntries, StateDir: cfg.Mitigation.StateDir, Allowlist: allow}, reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	p, err := d.build(cfg)
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	d.pipe.Store(p)
+	d.reloaded(true)
+	sb, _ := shadowban.New(cfg.Shadowban) // validated
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Registerer: reg, Logger: logger})
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	if d.token, err = loadToken(cfg); err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	var start *tail.Position
+	if start, err = tail.LoadCheckpoint(d.checkpointPath()); err != nil {
+		logger.Warn("tail checkpoint unreadable; starting as on a first start", "err", err)
+		start = nil
+	}
+	d.tailer, err = tail.New(tail.Config{Paths: cfg.Sources.Nginx.Paths, Start: start, FromStart: cfg.Sources.Nginx.FromStart,
+		PollInterval: cfg.Sources.Nginx.PollInterval, Logger: logger})
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_tail_lag_seconds", Help: "Wall-clock time minus the time of the newest event read from the logs."}, func() float64 {
+			if t := d.lastEvent.Load(); t != 0 {
+				return time.Since(time.Unix(0, t)).Seconds()
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_counting_keys", Help: "Keys tracked by the rules' counters."}, func() float64 {
+			k, _ := d.pipe.Load().engine.Keys()
+			return float64(k)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_counting_evictions_total", Help: "Keys evicted from full counter tables (since the last rule reload)."}, func() float64 {
+			_, e := d.pipe.Load().engine.Keys()
+			return float64(e)
+		}),
+	)
+	return d, nil
+}
+
+func (d *daemon) checkpointPath() string {
+	cfg := d.cfg.Load()
+	if cfg.Sources.Nginx.Checkpoint != "" {
+		return cfg.Sources.Nginx.Checkpoint
+	}
+	return filepath.Join(cfg.Mitigation.StateDir, "tail.json")
+}
+
+// build makes the rules, engine and parsers of cfg; trips go to the store.
+func (d *daemon) build(cfg *Config) (*pipeline, error) {
+	p, err := buildPipeline(cfg, d.log)
+	if err != nil {
+		return nil, err
+	}
+	allow, _ := cfg.allowlist()
+	eng, err := engine.New(engine.Config{Rules: p.rules, MaxKeys: cfg.Counting.MaxKeys, OnTrip: d.trip,
+		Allowed: func(sc []characteristics.Field) bool { return allow.Allows(toScope(sc)) }})
+	if err != nil {
+		p.enricher.Close()
+		return nil, err
+	}
+	p.engine = eng
+	return p, nil
+}
+
+// trip turns a rule going over its limit into a mitigation.
+func (d *daemon) trip(tr engine.Trip) {
+	action, err := mitigation.ParseAction(tr.Rule.Action)
+	if err != nil {
+		return // validated at load
+	}
+	now := time.Now()
+	if !tr.Expires.After(now) {
+		return // an old line from a backlog: the mitigation would already be over
+	}
+	m, ok, err := d.store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: toScope(tr.Scope), Expires: tr.Expires, Origin: "rule"}, now)
+	if err != nil {
+		d.log.Warn("mitigation not added", "rule", tr.Rule.Name, "err", err)
+		return
+	}
+	if ok {
+		d.m.trips.WithLabelValues(tr.Rule.Name, action.String()).Inc()
+		if !tr.Extended {
+			d.log.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
+		}
+	}
+}
+
+func (d *daemon) reloaded(ok bool) {
+	if ok {
+		d.m.reloadOK.Set(1)
+		d.m.reloadTS.SetToCurrentTime()
+	} else {
+		d.m.reloadOK.Set(0)
+	}
+}
+
+// Run runs every component until ctx ends, then flushes state.
+func (d *daemon) Run(ctx context.Context) error {
+	cfg := d.cfg.Load()
+	var err error
+	if d.decisionLn, err = net.Listen("tcp", or(cfg.Decision.Listen, defaultDecision)); err != nil {
+		d.store.Close()
+		return fmt.Errorf("decision.listen: %w", err)
+	}
+	if d.adminLn, err = net.Listen("tcp", or(cfg.Admin.Listen, defaultAdmin)); err != nil {
+		d.decisionLn.Close()
+		d.store.Close()
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	d.log.Info("guardd running", "decision", d.decisionLn.Addr().String(), "admin", d.adminLn.Addr().String(),
+		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipe.Load().rules.Rules()), "mitigations", d.store.Len())
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.store.Run(ctx) })
+	g.Go(func() error { return serve(ctx, d.decisionLn, d.dec) })
+	g.Go(func() error { return serve(ctx, d.adminLn, d.adminHandler()) })
+	g.Go(func() error { return d.runTail(ctx) })
+	g.Go(func() error { return d.watch(ctx) })
+	err = g.Wait()
+	if cerr := d.store.Close(); err == nil {
+		err = cerr
+	}
+	d.pipe.Load().enricher.Close()
+	d.log.Info("guardd stopped")
+	return err
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// runTail reads the logs and feeds the engine, one batch at a time.
+func (d *daemon) runTail(ctx context.Context) error {
+	var (
+		ev        characteristics.Event
+		mm        engine.Matches
+		lastSave  time.Time
+		lastWarn  time.Time
+		lastSweep = time.Now()
+		src       = characteristics.SourceNginxLog.String()
+		events    = d.m.events.WithLabelValues(src)
+		bad       = d.m.parseErrors.WithLabelValues(src)
+	)
+	save := func(pos tail.Position) {
+		if err := tail.SaveCheckpoint(d.checkpointPath(), pos); err != nil {
+			d.log.Warn("tail checkpoint not saved", "err", err)
+		}
+		lastSave = time.Now()
+	}
+	var lastPos *tail.Position
+	err := d.tailer.Run(ctx, func(lines []tail.Line, pos tail.Position) error {
+		p := d.pipe.Load()
+		cfg := d.cfg.Load()
+		var newest int64
+		for _, l := range lines {
+			ev.Reset()
+			var err error
+			if cfg.Log.JSON {
+				err = nginxlog.ParseJSON(l.Data, &ev)
+			} else {
+				err = p.format.Parse(l.Data, &ev)
+			}
+			if err != nil || ev.Time.IsZero() {
+				bad.Inc()
+				if time.Since(lastWarn) > 10*time.Second {
+					lastWarn = time.Now()
+					d.log.Warn("malformed log line skipped", "file", l.Path, "err", err)
+				}
+				continue
+			}
+			ev.Source = characteristics.SourceNginxLog
+			p.enricher.Enrich(&ev)
+			mm.Reset()
+			p.engine.Prepare(&ev, &mm)
+			p.engine.Apply(ev.Time, mm.Items, mm.Keys)
+			newest = max(newest, ev.Time.UnixNano())
+		}
+		events.Add(float64(len(lines)))
+		if newest > d.lastEvent.Load() {
+			d.lastEvent.Store(newest)
+		}
+		lastPos = &pos
+		if time.Since(lastSave) > time.Second {
+			save(pos)
+		}
+		if time.Since(lastSweep) > 10*time.Second {
+			lastSweep = time.Now()
+			p.engine.Expire(time.Unix(0, d.lastEvent.Load()))
+		}
+		return nil
+	})
+	if lastPos != nil {
+		save(*lastPos)
+	}
+	return err
+}
+
+// watch reloads on SIGHUP and when the config or a rule file changes.
+func (d *daemon) watch(ctx context.Context) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	last := d.fingerprint()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			d.log.Info("reloading on SIGHUP")
+		case <-tick.C:
+			fp := d.fingerprint()
+			if fp == last {
+				continue
+			}
+			d.log.Info("reloading: configuration or rules changed")
+		}
+		last = d.fingerprint()
+		d.reload()
+	}
+}
+
+// fingerprint summarises the modification times and sizes of the config file
+// and every rule file.
+func (d *daemon) fingerprint() string {
+	var b strings.Builder
+	add := func(p string) {
+		if st, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "%s:%d:%d;", p, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	add(d.path)
+	for _, dir := range d.cfg.Load().Rules.Dirs {
+		filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && strings.HasSuffix(p, ".rego") {
+				add(p)
+			}
+			return nil
+		})
+	}
+	return b.String()
+}
+
+// reload parses and validates everything first, and swaps only on success.
+func (d *daemon) reload() {
+	cfg, err := loadConfig(d.path)
+	if err == nil {
+		var p *pipeline
+		if p, err = d.build(cfg); err == nil {
+			old := d.pipe.Swap(p)
+			oldCfg := d.cfg.Swap(cfg)
+			d.dec.SetRules(p.rules)
+			old.enricher.Close()
+			d.reloaded(true)
+			d.log.Info("reloaded", "rules", len(p.rules.Rules()))
+			if !sameListeners(oldCfg, cfg) {
+				d.log.Warn("listen addresses, log paths and state_dir change only on restart")
+			}
+			return
+		}
+	}
+	d.reloaded(false)
+	d.log.Error("reload failed; keeping the running configuration", "err", err)
+}
+
+func sameListeners(a, b *Config) bool {
+	return a.Decision.Listen == b.Decision.Listen && a.Admin.Listen == b.Admin.Listen &&
+		strings.Join(a.Sources.Nginx.Paths, "\x00") == strings.Join(b.Sources.Nginx.Paths, "\x00") &&
+		a.Mitigation.StateDir == b.Mitigation.StateDir
+}
+
+// loadToken reads the admin token, creating it (0600) on first start.
+func loadToken(cfg *Config) (string, error) {
+	path := cfg.Admin.TokenFile
+	if path == "" {
+		path = filepath.Join(cfg.Mitigation.StateDir, "admin.token")
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if t := strings.TrimSpace(string(b)); len(t) >= 16 {
+			return t, nil
+		}
+		return "", fmt.Errorf("admin.token_file %s: token shorter than 16 characters", path)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("admin.token_file: %w", err)
+	}
+	var raw [24]byte
+	rand.Read(raw[:])
+	t := hex.EncodeToString(raw[:])
+	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin.token_file: %w", err)
+	}
+	return t, nil
+}
