@@ -141,7 +141,7 @@ func digits(b []byte) int {
 // unixTime returns the Unix time of a civil date and time, checking ranges;
 // the day count is Howard Hinnant's days_from_civil.
 func unixTime(y, mo, d, h, mi, s int) (int64, bool) {
-	if y < 0 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 60 {
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 {
 		return 0, false
 	}
 	if mo <= 2 {
