@@ -9,11 +9,13 @@
 //	go run gen.go socks5 ADDR                                a SOCKS5 server (until killed)
 //	go run gen.go pipeline ADDR                              pipelined and one-line-per-segment HTTP/1.1 requests
 //	go run gen.go rewrite MODE IN OUT                        rewrite a capture (modes below)
+//	go run gen.go replicate N OUT IN...                      N copies of each IN, each from its own client (benchmarks)
 //
 // Everything listens and connects on 127.0.0.1 only.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -52,6 +54,8 @@ func main() {
 		err = pipeline(a[0])
 	case "rewrite":
 		err = rewrite(a[0], a[1], a[2])
+	case "replicate":
+		err = replicate(a[0], a[1], a[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -414,4 +418,74 @@ func wrap(ls ...gopacket.SerializableLayer) []byte {
 		fail(err)
 	}
 	return bytes.Clone(buf.Bytes())
+}
+
+// replicate writes n copies of the conversations of each input (Ethernet,
+// IPv4), copy i from client address 10.i>>16.i>>8.i and a port of its own, so
+// every copy is a separate flow. The server side is recognised by its port
+// (below 32768). Checksums are left stale: neither guardd nor tshark checks
+// them.
+func replicate(ns, out string, ins []string) error {
+	var n int
+	if _, err := fmt.Sscan(ns, &n); err != nil {
+		return err
+	}
+	var inputs [][]frame
+	for _, in := range ins {
+		fs, lt, err := readAll(in)
+		if err != nil {
+			return err
+		}
+		if lt != layers.LinkTypeEthernet {
+			return fmt.Errorf("%s: want Ethernet", in)
+		}
+		inputs = append(inputs, fs)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := pcapgo.NewWriter(bw)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		return err
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // copies follow each other: time only grows
+	buf := make([]byte, 0, 65536)
+	for i := 0; i < n; i++ {
+		fs := inputs[i%len(inputs)]
+		cip := [4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}
+		cport := uint16(20000 + i%40000)
+		base := fs[0].ci.Timestamp
+		for _, fr := range fs {
+			d := append(buf[:0], fr.data...)
+			if len(d) < 14+20 || binary.BigEndian.Uint16(d[12:]) != 0x0800 {
+				continue
+			}
+			ihl := int(d[14]&0x0f) * 4
+			l4 := 14 + ihl
+			if len(d) < l4+4 {
+				continue
+			}
+			sport, dport := binary.BigEndian.Uint16(d[l4:]), binary.BigEndian.Uint16(d[l4+2:])
+			if sport < 32768 && dport >= 32768 { // server to client
+				copy(d[14+16:], cip[:])
+				binary.BigEndian.PutUint16(d[l4+2:], cport)
+			} else {
+				copy(d[14+12:], cip[:])
+				binary.BigEndian.PutUint16(d[l4:], cport)
+			}
+			ci := fr.ci
+			ci.Timestamp = at.Add(fr.ci.Timestamp.Sub(base))
+			ci.CaptureLength, ci.Length = len(d), len(d)
+			if err := w.WritePacket(ci, d); err != nil {
+				return err
+			}
+		}
+		at = at.Add(fs[len(fs)-1].ci.Timestamp.Sub(base) + time.Microsecond)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
