@@ -1,10 +1,13 @@
 package decap
 
 import (
+	"bytes"
 	"errors"
+	"net/netip"
 	"testing"
 	"unsafe"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
 
@@ -27,8 +30,9 @@ func within(sub, b []byte) bool {
 }
 
 // FuzzDecode feeds arbitrary frames of every link type through one decoder
-// with reassembly on: no panic, an outcome from the closed set, and a payload
-// inside the frame (or inside the reassembly buffer).
+// with reassembly on: no panic, an outcome from the closed set, a payload
+// inside the frame (or inside the reassembly buffer), and for plain Ethernet
+// frames the same addresses, ports and payload as gopacket's decoding.
 func FuzzDecode(f *testing.F) {
 	for _, c := range decodeCases() {
 		for i, lt := range fuzzLinkTypes {
@@ -71,5 +75,55 @@ func FuzzDecode(f *testing.F) {
 		if p.Encap&EncapDefrag != 0 && len(p.Payload) > maxDatagram {
 			t.Fatal("reassembled payload too long")
 		}
+		if lt == layers.LinkTypeEthernet {
+			compareGopacket(t, frame, &p)
+		}
 	})
+}
+
+// compareGopacket checks a plain Ethernet/IP/TCP-or-UDP frame against
+// gopacket's own decoding (the reference, off the hot path).
+func compareGopacket(t *testing.T, frame []byte, p *Packet) {
+	if p.Encap != 0 {
+		return
+	}
+	for _, port := range []uint16{4789, 8472, 4790, 6081} {
+		if p.SrcPort == port || p.DstPort == port {
+			return // tunnel ports gopacket reads differently
+		}
+	}
+	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true})
+	if pkt.ErrorLayer() != nil || pkt.Metadata().Truncated {
+		return
+	}
+	var src, dst netip.Addr
+	switch ip := pkt.NetworkLayer().(type) {
+	case *layers.IPv4:
+		if ip.Flags&layers.IPv4MoreFragments != 0 || ip.FragOffset != 0 {
+			return
+		}
+		src, _ = netip.AddrFromSlice(ip.SrcIP)
+		dst, _ = netip.AddrFromSlice(ip.DstIP)
+	case *layers.IPv6:
+		src, _ = netip.AddrFromSlice(ip.SrcIP)
+		dst, _ = netip.AddrFromSlice(ip.DstIP)
+	default:
+		return
+	}
+	var sp, dp uint16
+	var payload []byte
+	switch tl := pkt.TransportLayer().(type) {
+	case *layers.TCP:
+		sp, dp, payload = uint16(tl.SrcPort), uint16(tl.DstPort), tl.Payload
+	case *layers.UDP:
+		sp, dp, payload = uint16(tl.SrcPort), uint16(tl.DstPort), tl.Payload
+	default:
+		return
+	}
+	if src != p.Src.Unmap() && src != p.Src || dst != p.Dst.Unmap() && dst != p.Dst || sp != p.SrcPort || dp != p.DstPort {
+		t.Fatalf("ours %v:%d > %v:%d, gopacket %v:%d > %v:%d", p.Src, p.SrcPort, p.Dst, p.DstPort, src, sp, dst, dp)
+	}
+	if len(payload) > 0 && !bytes.Equal(payload, p.Payload) {
+		t.Fatalf("payload: ours %x, gopacket %x", p.Payload, payload)
+	}
 }
