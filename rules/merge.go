@@ -194,9 +194,9 @@ func newMultiContains(needles []string) *multiContains {
 	return mc
 }
 
-func blockHash(a, b byte) uint16 {
+func blockHash(a, b byte) uint32 {
 	w := (uint32(a) | uint32(b)<<8) | 0x2020
-	return uint16((w * hashMul) >> 20)
+	return (w * hashMul) >> 20
 }
 
 func (mc *multiContains) prefixHash(s string, i int) uint16 {

@@ -68,9 +68,6 @@ func (st *state) next() {
 }
 
 func (st *state) grow(slot int) {
-	if slot < len(st.gens) {
-		return
-	}
 	n := max(slot+1, 2*len(st.gens))
 	st.gens = append(st.gens, make([]uint32, n-len(st.gens))...)
 	st.vals = append(st.vals, make([]string, n-len(st.vals))...)
@@ -124,7 +121,9 @@ func (o *operand) str(e *characteristics.Event, st *state) (string, bool) {
 	if o.slot < 0 {
 		return o.c.Str(e)
 	}
-	st.grow(o.slot)
+	if o.slot >= len(st.gens) {
+		st.grow(o.slot)
+	}
 	if st.gens[o.slot] == st.gen {
 		return st.vals[o.slot], st.oks[o.slot]
 	}
@@ -830,48 +829,85 @@ func countElems(v ast.Value) int {
 }
 
 // affixSet matches any of a set of prefixes (or suffixes), bucketed by the
-// first (or last) byte so that a miss costs one table load.
+// byte at the offset (from the start, or from the end) that best separates
+// them, so that a miss costs a table load and a hit compares a few strings.
+// Paths share their first byte, '/', so the offset is often 1.
 type affixSet struct {
 	suffix  bool
 	empty   bool // "" matches everything
+	pos     int
+	short   []string // shorter than pos+1: always compared
 	buckets [256][]string
 }
 
 func newAffixSet(strs []string, suffix bool) *affixSet {
 	a := &affixSet{suffix: suffix}
+	var uniq []string
 	for _, s := range strs {
 		if s == "" {
 			a.empty = true
-			continue
-		}
-		b := s[0]
-		if suffix {
-			b = s[len(s)-1]
-		}
-		if !slices.Contains(a.buckets[b], s) {
-			a.buckets[b] = append(a.buckets[b], s)
+		} else if !slices.Contains(uniq, s) {
+			uniq = append(uniq, s)
 		}
 	}
+	best := -1
+	for pos := 0; pos < 4; pos++ {
+		var seen [256]bool
+		distinct, short := 0, 0
+		for _, s := range uniq {
+			if len(s) <= pos {
+				short++
+				continue
+			}
+			b := a.key(s, pos)
+			if !seen[b] {
+				seen[b] = true
+				distinct++
+			}
+		}
+		if score := distinct - 2*short; score > best {
+			best, a.pos = score, pos
+		}
+	}
+	for _, s := range uniq {
+		if len(s) <= a.pos {
+			a.short = append(a.short, s)
+			continue
+		}
+		b := a.key(s, a.pos)
+		a.buckets[b] = append(a.buckets[b], s)
+	}
 	return a
+}
+
+func (a *affixSet) key(s string, pos int) byte {
+	if a.suffix {
+		return s[len(s)-1-pos]
+	}
+	return s[pos]
+}
+
+func (a *affixSet) has(v, s string) bool {
+	if a.suffix {
+		return strings.HasSuffix(v, s)
+	}
+	return strings.HasPrefix(v, s)
 }
 
 func (a *affixSet) match(v string) bool {
 	if a.empty {
 		return true
 	}
-	if v == "" {
-		return false
-	}
-	if a.suffix {
-		for _, s := range a.buckets[v[len(v)-1]] {
-			if strings.HasSuffix(v, s) {
-				return true
-			}
+	for _, s := range a.short {
+		if a.has(v, s) {
+			return true
 		}
+	}
+	if len(v) <= a.pos {
 		return false
 	}
-	for _, s := range a.buckets[v[0]] {
-		if strings.HasPrefix(v, s) {
+	for _, s := range a.buckets[a.key(v, a.pos)] {
+		if a.has(v, s) {
 			return true
 		}
 	}
