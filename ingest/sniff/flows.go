@@ -76,7 +76,7 @@ func (f *flow) clear() {
 	f.quic = [2]*quic.Flow{}
 }
 
-const chunkBits = 12 // flows are allocated in chunks of 4096, so pointers stay valid
+const chunkBits = 8 // flows are allocated in chunks of 256, so pointers stay valid
 
 // flowTable is a bounded map of flows with a recency list. Flows live in
 // chunked slabs addressed by index, which keeps per-flow cost low and the

@@ -88,3 +88,26 @@ func TestWrappedSame(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkReadFile runs the ground-truth TLS captures through ReadFile,
+// records rendered as JSON: the per-handshake cost of guardd fingerprint.
+func BenchmarkReadFile(b *testing.B) {
+	files := []string{"testdata/tls13.pcap", "testdata/go-tls.pcap", "testdata/hrr.pcap", "testdata/tls12.pcap"}
+	if f := os.Getenv("SNIFF_BENCH_PCAP"); f != "" {
+		files = []string{f} // e.g. a capture from bench/fingerprint.sh's generator
+	}
+	var line []byte
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, f := range files {
+			if _, err := ReadFile(f, Config{}, func(r *Record) {
+				line = r.AppendJSON(line[:0])
+				n++
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "hellos/s")
+}
