@@ -28,6 +28,7 @@ func ParseJSON(line []byte, e *characteristics.Event) error {
 		return p.fail("", "'{' starting a JSON object")
 	}
 	var st state
+	var tmp variable
 	p.space()
 	if p.byte('}') {
 		return p.end(e, &st)
@@ -56,10 +57,11 @@ func ParseJSON(line []byte, e *characteristics.Event) error {
 			if len(key) == 0 {
 				return fieldError("", kpos, "a variable name as key", line[kpos:])
 			}
-			v := jsonVariable(key)
+			v := &tmp
+			jsonVariable(key, v)
 			switch {
 			case !absent(val):
-				if err := applyValue(&v, val, vpos, e, &st); err != nil {
+				if err := applyValue(v, val, vpos, e, &st); err != nil {
 					return err
 				}
 			case v.kind == kRequest:
@@ -77,8 +79,8 @@ func ParseJSON(line []byte, e *characteristics.Event) error {
 }
 
 // jsonVariable classifies a key, rewriting it in place: lower case, and the
-// header name of http_x_y as x-y.
-func jsonVariable(key []byte) variable {
+// header name of http_x_y as x-y. It fills v.
+func jsonVariable(key []byte, v *variable) {
 	for i, c := range key {
 		if 'A' <= c && c <= 'Z' {
 			key[i] = c + 'a' - 'A'
@@ -86,7 +88,7 @@ func jsonVariable(key []byte) variable {
 	}
 	name := str(key)
 	k, also, rank, off := classify(name)
-	v := variable{name: name, kind: k, also: also, rank: rank, key: name}
+	v.name, v.kind, v.also, v.rank, v.key = name, k, also, rank, name
 	switch k {
 	case kHeader:
 		h := key[off:]
@@ -100,7 +102,6 @@ func jsonVariable(key []byte) variable {
 	case kCookie:
 		v.key = name[off:]
 	}
-	return v
 }
 
 type jsonScanner struct {
