@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,9 +26,18 @@ func TestAgainstTshark(t *testing.T) {
 		"pcap-be-ns": pcapFile(t, binary.BigEndian, true, layers.LinkTypeEthernet, recs),
 		"pcap-le-us": pcapFile(t, binary.LittleEndian, false, layers.LinkTypeEthernet, recs),
 	}
+	paths := map[string]string{}
 	for name, data := range files {
+		paths[name] = writeTemp(t, name, data)
+	}
+	testdata, _ := filepath.Glob("testdata/*.pcap*")
+	for _, p := range testdata {
+		if !strings.HasSuffix(p, ".golden") {
+			paths[p] = p
+		}
+	}
+	for name, path := range paths {
 		t.Run(name, func(t *testing.T) {
-			path := writeTemp(t, name, data)
 			out, err := exec.Command("tshark", "-r", path, "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch", "-e", "frame.cap_len", "-e", "frame.len").Output()
 			if err != nil {
 				t.Fatalf("tshark: %v", err)
