@@ -1,6 +1,7 @@
 package nginxlog
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,23 @@ func BenchmarkParseTimeLocal(b *testing.B) {
 	for b.Loop() {
 		if _, ok := parseTimeLocal(in); !ok {
 			b.Fatal("bad time")
+		}
+	}
+	reportCPU(b, cpu, b.N)
+}
+
+// BenchmarkParseAdversarial prices a line whose attacker-chosen $remote_user
+// ("a [a [a [...", 9 KB) sends the splitter through its whole budget of
+// alternative splits before the line is rejected.
+func BenchmarkParseAdversarial(b *testing.B) {
+	f := MustCompile("combined")
+	line := []byte(`192.0.2.1 - ` + strings.Repeat("a [", 3000) + ` [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`)
+	var e characteristics.Event
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if f.Parse(line, &e) == nil {
+			b.Fatal("parsed")
 		}
 	}
 	reportCPU(b, cpu, b.N)

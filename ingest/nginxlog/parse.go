@@ -90,8 +90,15 @@ func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool 
 		spans[i] = span{int32(pos), int32(end)}
 		return true
 	}
+	// A value with a shape ends at its first misfit byte at the latest, so
+	// the search for its literal stops there: a line crafted with many false
+	// literals costs scans as long as the typed field, not the line.
+	scope := line
+	if m := v.shape.misfit(line[pos:]); m >= 0 {
+		scope = line[:min(len(line), pos+m+len(v.after))]
+	}
 	for from := pos; ; {
-		j := indexLiteral(line, from, v.after, f.escape == EscapeJSON)
+		j := indexLiteral(scope, from, v.after, f.escape == EscapeJSON)
 		if j < 0 {
 			return false
 		}

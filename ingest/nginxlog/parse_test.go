@@ -495,3 +495,21 @@ func TestParseConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAdversarial feeds lines built to make the splitter backtrack; their
+// cost is in BenchmarkParseAdversarial.
+func TestParseAdversarial(t *testing.T) {
+	f := mustFormat(t, "combined")
+	var e characteristics.Event
+	user := strings.Repeat("a [", 3000)
+	line := `192.0.2.1 - ` + user + ` [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`
+	if err := f.Parse([]byte(line), &e); err == nil {
+		t.Errorf("a remote_user with 3000 false literals parsed, want an error after the split budget")
+	}
+	short := `192.0.2.1 - a [b [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`
+	if err := f.Parse([]byte(short), &e); err != nil {
+		t.Errorf("Parse(%q) = %v", short, err)
+	} else if u, _ := e.Var("remote_user"); u != "a [b" {
+		t.Errorf("remote_user = %q", u)
+	}
+}
