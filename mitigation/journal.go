@@ -236,8 +236,11 @@ type journal struct {
 	f       *os.File // journal.jsonl, nil once closed
 	gen     int      // number for the next rotated journal
 	records int      // records appended since the last rotation
-	dirty   bool     // appended since the last fsync
-	buf     []byte
+	// replayed is set by openJournal when journal files were found: they
+	// must be folded into a snapshot before appending.
+	replayed bool
+	dirty    bool // appended since the last fsync
+	buf      []byte
 }
 
 // openJournal locks dir and replays its state.
@@ -272,9 +275,13 @@ func openJournal(dir string, log *slog.Logger) (*journal, loadState, error) {
 			return fail(err)
 		}
 		j.gen = g + 1
+		j.replayed = true
 	}
 	if err := loadFile(filepath.Join(dir, journalName), true, &st, log); err != nil {
 		return fail(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, journalName)); err == nil && fi.Size() > 0 {
+		j.replayed = true
 	}
 	return j, st, nil
 }

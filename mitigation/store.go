@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/guardd/guardd/characteristics"
 )
 
 // ErrClosed is returned by Add after Close.
@@ -68,9 +70,21 @@ const (
 // Padding keeps two shards' locks off one cache line.
 type shard struct {
 	mu sync.RWMutex
-	m  map[uint64][]Mitigation // scope key -> the mitigations on that scope, one per rule
-	_  [128 - unsafe.Sizeof(sync.RWMutex{}) - unsafe.Sizeof(map[uint64][]Mitigation(nil))]byte
+	m  map[uint64]cell // scope key -> the mitigations on that scope
+	_  [128 - unsafe.Sizeof(sync.RWMutex{}) - unsafe.Sizeof(map[uint64]cell(nil))]byte
 }
+
+// cell holds the mitigations on one scope key, one per rule. The first is
+// stored in the map slot itself (a cell is 128 bytes, the largest the Go map
+// keeps inline), so a hit costs one map probe and no pointer chase; the others,
+// rare, hang off more.
+type cell struct {
+	m    Mitigation
+	more *[]Mitigation
+}
+
+// A cell must stay inline in the map: this fails to compile if it outgrows 128 bytes.
+var _ [128 - unsafe.Sizeof(cell{})]byte
 
 // entry is the writer's record of one mitigation.
 type entry struct {
@@ -84,7 +98,7 @@ type entry struct {
 type Store struct {
 	shards [numShards]shard
 	n      atomic.Int64
-	shapes atomic.Pointer[[][]string]
+	shapes atomic.Pointer[[]Shape]
 
 	mu         sync.Mutex // serialises writers; guards the fields below
 	byID       map[uint64]*entry
@@ -92,7 +106,7 @@ type Store struct {
 	nextID     uint64
 	feed       feed
 	shapeRefs  map[string]int
-	shapeList  [][]string
+	shapeList  []Shape
 	journal    *journal // nil without StateDir
 	journalErr bool     // an error was logged and nothing succeeded since
 	evicted    uint64
@@ -143,7 +157,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 		s.now = time.Now
 	}
 	for i := range s.shards {
-		s.shards[i].m = make(map[uint64][]Mitigation)
+		s.shards[i].m = make(map[uint64]cell)
 	}
 	s.shapes.Store(&s.shapeList)
 	now := s.now()
@@ -176,9 +190,13 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 		s.restoreLocked(m)
 	}
 	s.mu.Unlock()
-	if err := s.compact(false); err != nil {
-		j.close()
-		return nil, fmt.Errorf("mitigation: %w", err)
+	// Rewrite the snapshot when journals were replayed (dropping any damaged
+	// tail before new records follow it) or expired entries dropped.
+	if j.replayed || dropped > 0 {
+		if err := s.compact(false); err != nil {
+			j.close()
+			return nil, fmt.Errorf("mitigation: %w", err)
+		}
 	}
 	log.Info("mitigation state restored", "dir", cfg.StateDir, "active", s.Len(), "dropped", dropped)
 	return s, nil
@@ -301,19 +319,25 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 func (s *Store) Lookup(key uint64, now time.Time) (Mitigation, bool) {
 	sh := &s.shards[key>>(64-shardBits)]
 	sh.mu.RLock()
-	ms := sh.m[key]
-	best := -1
-	for i := range ms {
-		if ms[i].Expires.After(now) && (best < 0 || stronger(&ms[i], &ms[best])) {
-			best = i
+	c, found := sh.m[key]
+	if !found {
+		sh.mu.RUnlock()
+		return Mitigation{}, false
+	}
+	best, ok := &c.m, c.m.Expires.After(now)
+	if c.more != nil {
+		for i := range *c.more {
+			if x := &(*c.more)[i]; x.Expires.After(now) && (!ok || stronger(x, best)) {
+				best, ok = x, true
+			}
 		}
 	}
-	var m Mitigation
-	if best >= 0 {
-		m = ms[best]
-	}
+	m := *best
 	sh.mu.RUnlock()
-	return m, best >= 0
+	if !ok {
+		return Mitigation{}, false
+	}
+	return m, true
 }
 
 func stronger(a, b *Mitigation) bool {
@@ -408,18 +432,50 @@ func (s *Store) Changes(since uint64) (added, deleted []Mitigation, cursor uint6
 	return s.feed.since(since)
 }
 
-// Shapes returns the distinct name lists of the scopes held, e.g.
-// [[ip.src] [http.cookies["session"] http.path]]: the keys an enforcement
-// point must compute for a request. The result is shared and must not be
-// modified; it is replaced, not changed, when the set of shapes changes. It
-// does not allocate.
-func (s *Store) Shapes() [][]string { return *s.shapes.Load() }
+// Shape is the characteristic list of held scopes, e.g. [ip.src] or
+// [http.cookies["session"] http.path]: a key an enforcement point must
+// compute for each request.
+type Shape struct {
+	Names           []string // canonical, in scope order
+	Characteristics []characteristics.Characteristic
+}
+
+// Key computes the key of e's values for this shape, using buf as scratch
+// (returned, possibly grown, for reuse). ok is false when e lacks one of the
+// characteristics: no scope holds an empty value. It does not allocate once
+// buf is large enough.
+func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte, ok bool) {
+	var h Hasher
+	h.Reset()
+	for i, c := range sh.Characteristics {
+		buf = c.AppendValue(buf[:0], e)
+		if len(buf) == 0 {
+			return 0, buf, false
+		}
+		h.Write(sh.Names[i], buf)
+	}
+	return h.Sum64(), buf, true
+}
+
+// Shapes returns the distinct shapes of the scopes held, sorted by names. The
+// result is shared and must not be modified; it is replaced, not changed, when
+// the set of shapes changes. It does not allocate.
+func (s *Store) Shapes() []Shape { return *s.shapes.Load() }
 
 // findLocked returns the entry for (scope, rule), or nil.
 func (s *Store) findLocked(key uint64, sc Scope, rule string) *entry {
-	for _, m := range s.shards[key>>(64-shardBits)].m[key] {
-		if m.Rule == rule && m.Scope.Equal(sc) {
-			return s.byID[m.ID]
+	c, found := s.shards[key>>(64-shardBits)].m[key]
+	if !found {
+		return nil
+	}
+	if c.m.Rule == rule && c.m.Scope.Equal(sc) {
+		return s.byID[c.m.ID]
+	}
+	if c.more != nil {
+		for _, m := range *c.more {
+			if m.Rule == rule && m.Scope.Equal(sc) {
+				return s.byID[m.ID]
+			}
 		}
 	}
 	return nil
@@ -430,7 +486,15 @@ func (s *Store) insertLocked(e *entry) {
 	heap.Push(&s.heap, e)
 	sh := &s.shards[e.key>>(64-shardBits)]
 	sh.mu.Lock()
-	sh.m[e.key] = append(sh.m[e.key], e.m)
+	if c, found := sh.m[e.key]; !found {
+		sh.m[e.key] = cell{m: e.m}
+	} else {
+		if c.more == nil {
+			c.more = new([]Mitigation)
+			sh.m[e.key] = c
+		}
+		*c.more = append(*c.more, e.m)
+	}
 	sh.mu.Unlock()
 	s.n.Add(1)
 	s.met.active[e.m.Action].Inc()
@@ -441,10 +505,14 @@ func (s *Store) insertLocked(e *entry) {
 func (s *Store) publishLocked(e *entry) {
 	sh := &s.shards[e.key>>(64-shardBits)]
 	sh.mu.Lock()
-	ms := sh.m[e.key]
-	for i := range ms {
-		if ms[i].ID == e.m.ID {
-			ms[i] = e.m
+	if c := sh.m[e.key]; c.m.ID == e.m.ID {
+		c.m = e.m
+		sh.m[e.key] = c
+	} else if c.more != nil {
+		for i := range *c.more {
+			if (*c.more)[i].ID == e.m.ID {
+				(*c.more)[i] = e.m
+			}
 		}
 	}
 	sh.mu.Unlock()
@@ -456,14 +524,30 @@ func (s *Store) removeLocked(e *entry) {
 	delete(s.byID, e.m.ID)
 	sh := &s.shards[e.key>>(64-shardBits)]
 	sh.mu.Lock()
-	ms := sh.m[e.key]
-	if i := slices.IndexFunc(ms, func(m Mitigation) bool { return m.ID == e.m.ID }); i >= 0 {
-		ms = slices.Delete(ms, i, i+1) // zeroes the freed slot
+	c := sh.m[e.key]
+	var more []Mitigation
+	if c.more != nil {
+		more = *c.more
 	}
-	if len(ms) == 0 {
-		delete(sh.m, e.key)
-	} else {
-		sh.m[e.key] = ms
+	if c.m.ID == e.m.ID {
+		if len(more) == 0 {
+			delete(sh.m, e.key)
+		} else {
+			c.m = more[0]
+			more = slices.Delete(more, 0, 1) // zeroes the freed slot
+		}
+	} else if i := slices.IndexFunc(more, func(m Mitigation) bool { return m.ID == e.m.ID }); i >= 0 {
+		more = slices.Delete(more, i, i+1)
+	}
+	if c.more != nil {
+		if len(more) == 0 {
+			c.more = nil
+		} else {
+			*c.more = more
+		}
+		if _, found := sh.m[e.key]; found {
+			sh.m[e.key] = c
+		}
 	}
 	sh.mu.Unlock()
 	s.n.Add(-1)
@@ -486,11 +570,21 @@ func (s *Store) shapeRefLocked(sc Scope, d int) {
 		delete(s.shapeRefs, k)
 	}
 	// The set changed: publish a new list, leaving the old one to its readers.
-	list := make([][]string, 0, len(s.shapeRefs))
+	list := make([]Shape, 0, len(s.shapeRefs))
+next:
 	for k := range s.shapeRefs {
-		list = append(list, strings.Split(k, "\x00"))
+		sh := Shape{Names: strings.Split(k, "\x00")}
+		for _, n := range sh.Names {
+			c, err := characteristics.Parse(n)
+			if err != nil { // cannot happen: held scopes are canonical
+				s.log.Error("mitigation: held scope name does not parse", "name", n, "err", err)
+				continue next
+			}
+			sh.Characteristics = append(sh.Characteristics, c)
+		}
+		list = append(list, sh)
 	}
-	slices.SortFunc(list, func(a, b []string) int { return slices.Compare(a, b) })
+	slices.SortFunc(list, func(a, b Shape) int { return slices.Compare(a.Names, b.Names) })
 	s.shapes.Store(&list)
 }
 

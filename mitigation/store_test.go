@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/characteristics"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -110,6 +111,50 @@ func TestAddExtendsAndStacks(t *testing.T) {
 	// Once the block expires, the shadowban of r1 is the strongest left.
 	if l, ok := s.Lookup(key, t0.Add(2*time.Minute)); !ok || l.Action != ActionShadowBan {
 		t.Errorf("Lookup after the block expired = %v %v, want shadowban", l.Action, ok)
+	}
+}
+
+func TestStackedRemoval(t *testing.T) {
+	for _, order := range [][3]int{{0, 1, 2}, {1, 0, 2}, {2, 1, 0}, {0, 2, 1}} {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			s := newStore(t, Config{})
+			sc := ipScope("198.51.100.1")
+			var ms [3]Mitigation
+			for i, a := range []Action{ActionRateLimit, ActionBlock, ActionShadowBan} {
+				ms[i] = mustAdd(t, s, mit(fmt.Sprint("r", i), a, sc, time.Duration(i+1)*time.Minute), t0)
+			}
+			left := map[int]bool{0: true, 1: true, 2: true}
+			for _, i := range order {
+				if !s.Delete(ms[i].ID) {
+					t.Fatalf("Delete(%d) = false", ms[i].ID)
+				}
+				delete(left, i)
+				// The strongest of those left: block (1) > shadowban (2) > rate_limit (0).
+				want, any := -1, false
+				for _, j := range []int{1, 2, 0} {
+					if left[j] {
+						want, any = j, true
+						break
+					}
+				}
+				got, ok := s.Lookup(sc.Key(), t0)
+				if ok != any || (ok && got.ID != ms[want].ID) {
+					t.Fatalf("after deleting %d: Lookup = %d %v, want %v", i, got.ID, ok, want)
+				}
+				// The others can still be extended in place.
+				for j := range left {
+					if m := mustAdd(t, s, mit(fmt.Sprint("r", j), ms[j].Action, sc, time.Hour), t0); m.ID != ms[j].ID {
+						t.Fatalf("re-add of r%d got ID %d, want %d", j, m.ID, ms[j].ID)
+					}
+				}
+			}
+			if s.Len() != 0 || len(s.Shapes()) != 0 {
+				t.Errorf("Len = %d, Shapes = %v after deleting all", s.Len(), s.Shapes())
+			}
+			if _, ok := s.Lookup(sc.Key(), t0); ok {
+				t.Error("Lookup hit after deleting all")
+			}
+		})
 	}
 }
 
@@ -268,12 +313,36 @@ func TestShapes(t *testing.T) {
 	b := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.2"), time.Minute), t0)
 	c := mustAdd(t, s, mit("r", ActionBlock, Scope{{`http.cookies["s"]`, "x"}, {"http.path", "/login"}}, time.Minute), t0)
 	want := [][]string{{`http.cookies["s"]`, "http.path"}, {"ip.src"}}
-	if got := s.Shapes(); !slices.EqualFunc(got, want, slices.Equal) {
+	names := func() [][]string {
+		var out [][]string
+		for _, sh := range s.Shapes() {
+			out = append(out, sh.Names)
+		}
+		return out
+	}
+	if got := names(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("Shapes = %q, want %q", got, want)
 	}
 	s.Delete(a.ID)
-	if got := s.Shapes(); !slices.EqualFunc(got, want, slices.Equal) {
+	if got := names(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("Shapes after one of two ip.src deleted = %q", got)
+	}
+	// Shape.Key computes Scope.Key from an event, allocation-free.
+	ev := &characteristics.Event{IP: netip.MustParseAddr("192.0.2.2"), Path: "/login", Cookies: []characteristics.Field{{Name: "s", Value: "x"}}}
+	buf := make([]byte, 0, 64)
+	for _, sh := range s.Shapes() {
+		var k uint64
+		var ok bool
+		k, buf, ok = sh.Key(ev, buf)
+		if m, hit := s.Lookup(k, t0); !ok || !hit || (m.ID != b.ID && m.ID != c.ID) {
+			t.Errorf("shape %q: key ok %v, Lookup %v %d", sh.Names, ok, hit, m.ID)
+		}
+		if n := testing.AllocsPerRun(100, func() { _, buf, _ = sh.Key(ev, buf) }); n != 0 {
+			t.Errorf("Shape.Key allocates %v", n)
+		}
+	}
+	if _, _, ok := s.Shapes()[0].Key(&characteristics.Event{Path: "/login"}, buf); ok {
+		t.Error("Shape.Key ok for an event without the cookie")
 	}
 	s.Delete(b.ID)
 	s.Delete(c.ID)

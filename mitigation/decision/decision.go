@@ -52,7 +52,7 @@ func get(h http.Header, canonical string) string {
 // Store is what the handler needs of the mitigation table.
 type Store interface {
 	Lookup(key uint64, now time.Time) (mitigation.Mitigation, bool)
-	Shapes() [][]string
+	Shapes() []mitigation.Shape
 }
 
 // Config configures a Handler.
@@ -80,7 +80,6 @@ type Handler struct {
 	max      int64
 	inflight atomic.Int64
 	pool     sync.Pool
-	shapes   atomic.Pointer[shapeCache]
 	names    sync.Map // canonical header name -> lower-case name
 	m        *metrics
 }
@@ -89,11 +88,6 @@ type ruleState struct {
 	set   *rules.Set
 	index map[string]int
 	rules []*rules.Rule
-}
-
-type shapeCache struct {
-	src   [][]string
-	chars [][]characteristics.Characteristic
 }
 
 type scratch struct {
@@ -219,26 +213,13 @@ func (h *Handler) Decide(r *http.Request, s *scratch, now time.Time) (Decision, 
 	}
 	best := Decision{Allow: true}
 	var bestM mitigation.Mitigation
-	sc := h.shapeCache()
-	for i, chars := range sc.chars {
-		if chars == nil {
-			continue
-		}
-		var hs mitigation.Hasher
-		hs.Reset()
-		ok := true
-		for j, c := range chars {
-			if !c.Present(ev) {
-				ok = false
-				break
-			}
-			s.buf = c.AppendValue(s.buf[:0], ev)
-			hs.Write(sc.src[i][j], s.buf)
-		}
+	for _, sh := range h.store.Shapes() {
+		key, buf, ok := sh.Key(ev, s.buf[:0])
+		s.buf = buf
 		if !ok {
 			continue
 		}
-		m, found := h.store.Lookup(hs.Sum64(), now)
+		m, found := h.store.Lookup(key, now)
 		if !found || m.Action == mitigation.ActionLog {
 			continue
 		}
@@ -274,41 +255,6 @@ func strength(a mitigation.Action) int {
 		return 4
 	}
 	return 0
-}
-
-// shapeCache parses the store's shapes once per change of shapes.
-func (h *Handler) shapeCache() *shapeCache {
-	src := h.store.Shapes()
-	c := h.shapes.Load()
-	if c != nil && sameShapes(c.src, src) {
-		return c
-	}
-	nc := &shapeCache{src: src}
-	for _, names := range src {
-		var cs []characteristics.Characteristic
-		for _, n := range names {
-			ch, err := characteristics.Parse(n)
-			if err != nil {
-				h.log.Warn("decision: mitigation scope with an unknown characteristic", "name", n)
-				cs = nil
-				break
-			}
-			cs = append(cs, ch)
-		}
-		nc.chars = append(nc.chars, cs)
-	}
-	h.shapes.Store(nc)
-	return nc
-}
-
-func sameShapes(a, b [][]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 {
-		return true
-	}
-	return &a[0] == &b[0]
 }
 
 // readRequest fills ev from the auth subrequest.
@@ -484,12 +430,13 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request) {
 	case "block", "firewall":
 		http.Error(w, "Forbidden", http.StatusForbidden)
 	case "rate_limit":
+		// draft-ietf-httpapi-ratelimit-headers: the current state (nothing
+		// left, reset in t) always; the policy (quota per window) when a
+		// rule set one (a manual mitigation has none).
 		hd.Set("Retry-After", retry)
+		hd.Set("RateLimit", fmt.Sprintf(`"%s";r=0;t=%s`, policyName(p.rule), retry))
 		if p.q != "" {
-			// draft-ietf-httpapi-ratelimit-headers: the policy (quota per
-			// window) and the current state (nothing left, reset in t).
 			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s;w=%d`, policyName(p.rule), p.q, p.w))
-			hd.Set("RateLimit", fmt.Sprintf(`"%s";r=0;t=%s`, policyName(p.rule), retry))
 		}
 		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
 	case "shed":
