@@ -178,38 +178,61 @@ func TestCapAndSweep(t *testing.T) {
 	}
 }
 
-// TestTableMatchesMap drives random operations, with deletions through
-// Sweep and eviction, against a map of exact per-key fixed-window counts.
+// TestTableMatchesMap drives random keys through a few rounds of event time,
+// one window per round, sweeping after each, against a map of exact
+// per-window counts: partial sweeps exercise backward-shift deletion in the
+// middle of probe runs.
 func TestTableMatchesMap(t *testing.T) {
-	tab, err := NewTable(Config{Limit: Limit{Algorithm: FixedWindow, Period: time.Second, Requests: 1e9}, MaxKeys: 1 << 16, Shards: 4})
+	period := time.Second
+	tab, err := NewTable(Config{Limit: Limit{Algorithm: FixedWindow, Period: period, Requests: 1e9}, MaxKeys: 1 << 16, Shards: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	want := map[uint64]float64{}
-	now := t0
-	for round := range 50 {
-		for range 2000 {
-			k := rng.Uint64N(3000)
-			want[k]++
-			if r := tab.Add(k, 1, now); r.Count != want[k] {
-				t.Fatalf("round %d: Add(%d).Count = %v, want %v", round, k, r.Count, want[k])
+	type state struct {
+		window int // round of the last event
+		count  float64
+	}
+	want := map[uint64]*state{}
+	for round := range 40 {
+		now := t0 + int64(round)*int64(period)
+		// Keys drawn from a range that drifts, so older keys go idle.
+		for range 1500 {
+			k := uint64(round*100) + rng.Uint64N(3000)
+			st := want[k]
+			if st == nil {
+				st = &state{}
+				want[k] = st
 			}
+			if st.window != round {
+				st.window, st.count = round, 0
+			}
+			st.count++
+			if r := tab.Add(k, 1, now); r.Count != st.count {
+				t.Fatalf("round %d: Add(%d).Count = %v, want %v", round, k, r.Count, st.count)
+			}
+		}
+		expired := 0
+		for k, st := range want {
+			if round-st.window >= 3 {
+				delete(want, k)
+				expired++
+			}
+		}
+		if got := tab.Sweep(now); got != expired {
+			t.Fatalf("round %d: Sweep = %d, want %d", round, got, expired)
 		}
 		if tab.Len() != len(want) {
 			t.Fatalf("round %d: Len() = %d, want %d", round, tab.Len(), len(want))
 		}
-		for k, n := range want {
+		for k, st := range want {
+			n := st.count
+			if st.window != round {
+				n = 0
+			}
 			if got := tab.Peek(k, now).Count; got != n {
 				t.Fatalf("round %d: Peek(%d).Count = %v, want %v", round, k, got, n)
 			}
-		}
-		if round%5 == 4 { // expire everything: exercises backward-shift deletion
-			now += int64(3 * time.Second)
-			if got := tab.Sweep(now); got != len(want) {
-				t.Fatalf("Sweep = %d, want %d", got, len(want))
-			}
-			clear(want)
 		}
 	}
 }
