@@ -10,15 +10,16 @@
 // does not know to Vars by name. ParseJSON does the same for logs written as
 // one JSON object per line. Reader reads a plain or gzip file line by line, and
 // ReadBatch hands lines to parallel workers without a per-line allocation.
+// Format.Append does the reverse of Parse, writing an Event as nginx would.
 //
 // Promises:
-//   - Parse and ParseJSON never panic and allocate nothing once the Event's
-//     slices have grown; a Format is safe for concurrent use.
+//   - Parse and ParseJSON never panic, and allocate nothing for a good line
+//     once the Event's slices have grown; a Format is safe for concurrent use.
 //   - Strings in the Event alias the line, which Parse may rewrite in place to
 //     undo nginx's escaping: they are valid while the line is.
 //   - A malformed line gives an error naming the variable, the byte offset and
-//     what was expected (a *FieldError); Reader positions wrap it in a
-//     *LineError naming file and line.
+//     what was expected (a *FieldError); the caller wraps it in a *LineError
+//     with the Reader's file name and Line.
 //   - Times are parsed by hand (no time.Parse) and returned in UTC.
 //
 // Gives up:
@@ -27,8 +28,9 @@
 //     fields split exactly. With escape=none a value that contains the following
 //     literal is recovered only when the split that follows fails on a field of
 //     known shape (a number, a time, an address) or when it is the last field;
-//     otherwise the line is split wrongly. Two variables with no literal between
-//     them cannot be split and are rejected by Compile.
+//     otherwise the line is split wrongly. At most 64 alternative splits are
+//     tried per line. Two variables with no literal between them cannot be
+//     split and are rejected by Compile.
 //   - "-" and "" (what escape=json logs for an unset variable) mean absent,
 //     so a header sent empty is not told apart from one not sent. $request is
 //     the exception: its raw text, when it is not a request line, is kept in
