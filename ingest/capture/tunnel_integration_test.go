@@ -7,21 +7,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/guardd/guardd/ingest/decap"
 )
-
-func ipCmd(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
 
 // TestKernelTunnels builds two namespaces joined by a veth pair, runs each
 // tunnel type the kernel offers between them, captures the underlay with a
@@ -30,19 +20,7 @@ func ipCmd(args ...string) error {
 // against the kernel's, not against our own reading of the specs. Kinds
 // whose kernel module is missing are skipped. It needs root and ip.
 func TestKernelTunnels(t *testing.T) {
-	a := netns(t)
-	b := netns(t)
-	if err := ipCmd("link", "add", "vA", "netns", a, "type", "veth", "peer", "name", "vB", "netns", b); err != nil {
-		t.Skip(err)
-	}
-	for _, c := range [][]string{
-		{"-n", a, "addr", "add", "10.99.0.1/24", "dev", "vA"}, {"-n", a, "link", "set", "vA", "up"},
-		{"-n", b, "addr", "add", "10.99.0.2/24", "dev", "vB"}, {"-n", b, "link", "set", "vB", "up"},
-	} {
-		if err := ipCmd(c...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := vethPair(t, 1500)
 	type kind struct {
 		name  string
 		args  []string // after "type"
