@@ -79,6 +79,42 @@ func (c *mapCounter) add(key uint64, _ int64) bool {
 	return n > 100
 }
 
+// mapTable is the design not taken: the same sliding window arithmetic
+// with the state in sharded map[uint64]slot instead of open addressing.
+type mapTable struct {
+	t      *Table // for its arithmetic only
+	shards [64]struct {
+		sync.Mutex
+		m map[uint64]slot
+		_ [40]byte
+	}
+}
+
+func newMapTable() *mapTable {
+	t, err := NewTable(Config{Limit: Limit{Period: time.Minute, Requests: 100}})
+	if err != nil {
+		panic(err)
+	}
+	c := &mapTable{t: t}
+	for i := range c.shards {
+		c.shards[i].m = map[uint64]slot{}
+	}
+	return c
+}
+
+func (c *mapTable) add(key uint64, now int64) bool {
+	s := &c.shards[key>>58]
+	s.Lock()
+	sl, ok := s.m[key]
+	if !ok {
+		sl.t = c.t.windowStart(now)
+	}
+	r := c.t.slidingAdd(&c.t.shards[0], &sl, 1, now)
+	s.m[key] = sl
+	s.Unlock()
+	return r.Exceeded
+}
+
 // limiterMap is the x/time/rate peer: one *rate.Limiter per key in sharded
 // maps.
 type limiterMap struct {
@@ -135,6 +171,7 @@ func benchPeers() []struct {
 		// limit, its intended use.
 		{"sliding_log_10", tab(SlidingLog, 10)},
 		{"peer=map_uint64", func() adder { return newMapCounter() }},
+		{"alt=map_slot_sliding_window", func() adder { return newMapTable() }},
 		{"peer=x_time_rate", func() adder { return newLimiterMap() }},
 	}
 }
