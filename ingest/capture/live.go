@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -198,7 +199,7 @@ func OpenLive(cfg LiveConfig) (*LiveSource, error) {
 		return nil, fmt.Errorf("capture: %s: attach filter: %w", name, err)
 	}
 	if cfg.FanoutGroup != 0 {
-		if err := tp.SetFanout(afpacket.FanoutHash|afpacket.FanoutHashWithDefrag, cfg.FanoutGroup); err != nil {
+		if err := setFanout(tp, cfg.FanoutGroup); err != nil {
 			tp.Close()
 			return nil, fmt.Errorf("capture: %s: fanout group %d: %w", name, cfg.FanoutGroup, err)
 		}
@@ -210,6 +211,21 @@ func OpenLive(cfg LiveConfig) (*LiveSource, error) {
 		}
 	}
 	return l, nil
+}
+
+// setFanout joins a PACKET_FANOUT_HASH group with kernel defragmentation
+// (fragments of one datagram reach the same member). gopacket's SetFanout
+// passes a Go int (8 bytes): kernels before 5.13 reject that length, and
+// newer ones read it as struct fanout_args, which is wrong on big-endian
+// hosts. So the 4-byte option is set here on the socket, whose descriptor
+// gopacket v1.7.7 keeps in its unexported fd field; should that field go,
+// gopacket's own call is the fallback.
+func setFanout(tp *afpacket.TPacket, group uint16) error {
+	arg := int(unix.PACKET_FANOUT_HASH|unix.PACKET_FANOUT_FLAG_DEFRAG)<<16 | int(group)
+	if f := reflect.ValueOf(tp).Elem().FieldByName("fd"); f.IsValid() && f.Kind() == reflect.Int {
+		return unix.SetsockoptInt(int(f.Int()), unix.SOL_PACKET, unix.PACKET_FANOUT, arg)
+	}
+	return tp.SetFanout(afpacket.FanoutHash|afpacket.FanoutHashWithDefrag, group)
 }
 
 // LinkType is the link type of every packet of this source.

@@ -11,12 +11,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/afpacket"
 	"github.com/guardd/guardd/ingest/decap"
 	"golang.org/x/sys/unix"
 )
@@ -488,4 +490,14 @@ func covered(segs [][2]uint32) int {
 		}
 	}
 	return int(n)
+}
+
+// TestFanoutDescriptor guards setFanout's reach into gopacket: if the fd
+// field goes, fanout falls back to gopacket's call, which kernels before
+// 5.13 reject.
+func TestFanoutDescriptor(t *testing.T) {
+	f := reflect.ValueOf(&afpacket.TPacket{}).Elem().FieldByName("fd")
+	if !f.IsValid() || f.Kind() != reflect.Int {
+		t.Fatal("afpacket.TPacket has no int fd field any more; see setFanout")
+	}
 }
