@@ -11,9 +11,9 @@ FUZZTIME=${FUZZTIME:-10s}
 export DEBIAN_FRONTEND=noninteractive
 
 need=()
-for pair in tshark:tshark tcpdump:tcpdump openssl:openssl ip:iproute2 nft:nftables; do
+for pair in tshark:tshark tcpdump:tcpdump openssl:openssl ip:iproute2 nft:nftables nginx:nginx-light; do
   cmd=${pair%%:*} pkg=${pair#*:}
-  command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
