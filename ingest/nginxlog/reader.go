@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 // DefaultMaxLine is the longest line a Reader returns whole by default.
@@ -20,13 +21,14 @@ type ReaderConfig struct {
 	MaxLine int
 }
 
-// Reader reads the lines of one log file, plain or gzip (told apart by the
-// gzip magic bytes, not by the name; concatenated gzip members are read as one
-// stream). It is not safe for concurrent use.
+// Reader reads the lines of one log file, plain, gzip or zstd (told apart by
+// their magic bytes, not by the name; concatenated gzip members or zstd frames
+// are read as one stream). It is not safe for concurrent use.
 type Reader struct {
 	name   string
 	closer io.Closer
 	gz     *gzip.Reader
+	zst    *zstd.Decoder
 	src    io.Reader
 
 	buf       []byte
@@ -58,7 +60,8 @@ func OpenConfig(path string, cfg ReaderConfig) (*Reader, error) {
 }
 
 // NewReader reads lines from src, which it does not close; name is used in
-// errors. It reads the first bytes of src to tell gzip from plain text.
+// errors. It reads the first bytes of src to tell gzip and zstd from plain
+// text.
 func NewReader(src io.Reader, name string, cfg ReaderConfig) (*Reader, error) {
 	if cfg.MaxLine < 0 {
 		return nil, fmt.Errorf("nginxlog: MaxLine %d is negative", cfg.MaxLine)
@@ -69,14 +72,23 @@ func NewReader(src io.Reader, name string, cfg ReaderConfig) (*Reader, error) {
 	}
 	r := &Reader{name: name, max: limit, buf: make([]byte, max(256<<10, 2*limit))}
 	br := bufio.NewReaderSize(src, 64<<10)
-	magic, _ := br.Peek(2)
+	magic, _ := br.Peek(4)
 	r.src = br
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("nginxlog: %s: %w", name, err)
 		}
 		r.gz, r.src = gz, gz
+	case len(magic) == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd:
+		// One goroutine: replay already keeps the cores busy with one
+		// reader per file.
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			return nil, fmt.Errorf("nginxlog: %s: %w", name, err)
+		}
+		r.zst, r.src = zr, zr
 	}
 	return r, nil
 }
@@ -181,6 +193,10 @@ func (r *Reader) Close() error {
 	if r.gz != nil {
 		err = r.gz.Close()
 		r.gz = nil
+	}
+	if r.zst != nil {
+		r.zst.Close()
+		r.zst = nil
 	}
 	if r.closer != nil {
 		if cerr := r.closer.Close(); err == nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/klauspost/compress/zstd"
 )
 
 const benchFileLines = 1_000_000
@@ -29,6 +30,11 @@ var (
 // logrotate leaves it), once per test binary. The lines vary as real traffic
 // does: many clients, paths, agents, one second every few lines.
 func benchFiles(b *testing.B) (plain, gz string) {
+	plain, gz, _ = benchFiles3(b)
+	return plain, gz
+}
+
+func benchFiles3(b *testing.B) (plain, gz, zst string) {
 	benchFilesOnce.Do(func() {
 		benchDir, benchFilesErr = os.MkdirTemp("", "nginxlog-bench")
 		if benchFilesErr != nil {
@@ -39,7 +45,7 @@ func benchFiles(b *testing.B) (plain, gz string) {
 	if benchFilesErr != nil {
 		b.Fatal(benchFilesErr)
 	}
-	return filepath.Join(benchDir, "access.log"), filepath.Join(benchDir, "access.log.1")
+	return filepath.Join(benchDir, "access.log"), filepath.Join(benchDir, "access.log.1"), filepath.Join(benchDir, "access.log.2")
 }
 
 func writeBenchFiles(dir string) error {
@@ -53,9 +59,18 @@ func writeBenchFiles(dir string) error {
 		return err
 	}
 	defer gf.Close()
+	zf, err := os.Create(filepath.Join(dir, "access.log.2"))
+	if err != nil {
+		return err
+	}
+	defer zf.Close()
 	zw := gzip.NewWriter(gf)
+	zsw, err := zstd.NewWriter(zf)
+	if err != nil {
+		return err
+	}
 	pw := bufio.NewWriterSize(pf, 1<<20)
-	w := io.MultiWriter(pw, zw)
+	w := io.MultiWriter(pw, zw, zsw)
 	f := MustCompile("combined")
 	rng := rand.New(rand.NewPCG(1, 2))
 	agents := []string{
@@ -88,6 +103,9 @@ func writeBenchFiles(dir string) error {
 		}
 	}
 	if err := pw.Flush(); err != nil {
+		return err
+	}
+	if err := zsw.Close(); err != nil {
 		return err
 	}
 	return zw.Close()
@@ -140,6 +158,11 @@ func BenchmarkReadPlain(b *testing.B) {
 func BenchmarkReadGzip(b *testing.B) {
 	_, gz := benchFiles(b)
 	benchRead(b, gz, false)
+}
+
+func BenchmarkReadZstd(b *testing.B) {
+	_, _, zst := benchFiles3(b)
+	benchRead(b, zst, false)
 }
 
 func BenchmarkReadParsePlain(b *testing.B) {
@@ -214,6 +237,11 @@ func BenchmarkPipelinePlain(b *testing.B) {
 func BenchmarkPipelineGzip(b *testing.B) {
 	_, gz := benchFiles(b)
 	benchPipeline(b, gz)
+}
+
+func BenchmarkPipelineZstd(b *testing.B) {
+	_, _, zst := benchFiles3(b)
+	benchPipeline(b, zst)
 }
 
 func TestMain(m *testing.M) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // readAll returns the lines of r and their Truncated flags.
@@ -62,6 +64,9 @@ func TestReader(t *testing.T) {
 		{name: "empty", data: nil},
 		{name: "gzip", data: gzipped(t, "a\nbb\n"), lines: []string{"a", "bb"}, cut: []bool{false, false}},
 		{name: "gzip-members", data: gzipped(t, "a\nb", "b\nc\n"), lines: []string{"a", "bb", "c"}, cut: []bool{false, false, false}},
+		{name: "zstd", data: zstded(t, "a\nbb\n"), lines: []string{"a", "bb"}, cut: []bool{false, false}},
+		{name: "zstd-frames", data: append(zstded(t, "a\nb"), zstded(t, "b\nc\n")...), lines: []string{"a", "bb", "c"}, cut: []bool{false, false, false}},
+		{name: "zstd-magic-prefix-only", data: []byte{0x28, 0xb5, 0x2f}, lines: []string{"\x28\xb5\x2f"}, cut: []bool{false}},
 		{name: "one-byte-not-gzip", data: []byte{0x1f}, lines: []string{"\x1f"}, cut: []bool{false}},
 		{name: "long", max: 10, data: []byte("short\n" + long + "\nafter\n" + long),
 			lines: []string{"short", long[:10], "after", long[:10]}, cut: []bool{false, true, false, true}, ntrunc: 2},
@@ -85,6 +90,22 @@ func TestReader(t *testing.T) {
 			}
 		})
 	}
+}
+
+func zstded(t *testing.T, data string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := zstd.NewWriter(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 func equal(a, b []string) bool {
@@ -126,6 +147,7 @@ func TestReaderFiles(t *testing.T) {
 		"access.log":    plain.Bytes(),
 		"access.log.gz": plain.Bytes(),              // not gzip despite its name
 		"access.log.1":  gzipped(t, plain.String()), // gzip despite its name
+		"access.log.2":  zstded(t, plain.String()),  // zstd, rotated by a compresscmd
 	}
 	for name, data := range files {
 		t.Run(name, func(t *testing.T) {
