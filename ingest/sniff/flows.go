@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/netip"
 
+	"github.com/guardd/guardd/characteristics/ja4h"
+	"github.com/guardd/guardd/characteristics/tlsfp"
 	"github.com/guardd/guardd/ingest/quic"
 )
 
@@ -63,17 +65,81 @@ type flow struct {
 }
 
 // finish drops the buffers of a flow that has nothing more to give.
-func (f *flow) finish() {
+func (f *flow) finish(p *pools) {
 	f.done = true
+	p.putDir(f.dir[0])
+	p.putDir(f.dir[1])
 	f.dir = [2]*tcpDir{}
 	f.quic = [2]*quic.Flow{}
 }
 
-func (f *flow) clear() {
+func (f *flow) clear(p *pools) {
+	f.finish(p)
 	f.isn, f.syn = [2]uint32{}, [2]bool{}
 	f.closed, f.done, f.client = false, false, -1
-	f.dir = [2]*tcpDir{}
-	f.quic = [2]*quic.Flow{}
+}
+
+// maxPooled bounds each free list of pools.
+const maxPooled = 256
+
+// pools keeps the per-direction state of finished flows for reuse (with the
+// buffers a Scanner or Parser grew), so a busy link allocates little per
+// connection.
+type pools struct {
+	dirs     []*tcpDir
+	scanners []*tlsfp.Scanner
+	parsers  []*ja4h.Parser
+}
+
+func (p *pools) dir() *tcpDir {
+	if n := len(p.dirs); n > 0 {
+		d := p.dirs[n-1]
+		p.dirs = p.dirs[:n-1]
+		return d
+	}
+	return &tcpDir{}
+}
+
+func (p *pools) putDir(d *tcpDir) {
+	if d == nil {
+		return
+	}
+	p.putStream(&d.st)
+	*d = tcpDir{}
+	if len(p.dirs) < maxPooled {
+		p.dirs = append(p.dirs, d)
+	}
+}
+
+func (p *pools) scanner() *tlsfp.Scanner {
+	if n := len(p.scanners); n > 0 {
+		sc := p.scanners[n-1]
+		p.scanners = p.scanners[:n-1]
+		return sc
+	}
+	return new(tlsfp.Scanner)
+}
+
+func (p *pools) parser() *ja4h.Parser {
+	if n := len(p.parsers); n > 0 {
+		hp := p.parsers[n-1]
+		p.parsers = p.parsers[:n-1]
+		return hp
+	}
+	return new(ja4h.Parser)
+}
+
+// putStream returns st's Scanner and Parser and drops its buffered bytes.
+func (p *pools) putStream(st *stream) {
+	if st.tls != nil && len(p.scanners) < maxPooled {
+		st.tls.Reset()
+		p.scanners = append(p.scanners, st.tls)
+	}
+	if st.http != nil && len(p.parsers) < maxPooled {
+		st.http.Reset()
+		p.parsers = append(p.parsers, st.http)
+	}
+	st.tls, st.http, st.pre = nil, nil, nil
 }
 
 const chunkBits = 8 // flows are allocated in chunks of 256, so pointers stay valid
@@ -82,6 +148,7 @@ const chunkBits = 8 // flows are allocated in chunks of 256, so pointers stay va
 // chunked slabs addressed by index, which keeps per-flow cost low and the
 // pointer count small under a flood of distinct flows.
 type flowTable struct {
+	pools      *pools
 	m          map[flowKey]int32
 	chunks     [][]flow
 	free       []int32
@@ -91,8 +158,8 @@ type flowTable struct {
 	created    uint64
 }
 
-func (t *flowTable) init(max int) {
-	*t = flowTable{m: make(map[flowKey]int32, min(max, 1024)), head: -1, tail: -1, max: max,
+func (t *flowTable) init(max int, p *pools) {
+	*t = flowTable{pools: p, m: make(map[flowKey]int32, min(max, 1024)), head: -1, tail: -1, max: max,
 		evicted: t.evicted, created: t.created}
 }
 
@@ -130,8 +197,7 @@ func (t *flowTable) insert(k flowKey) *flow {
 		i = n
 	}
 	f := t.at(i)
-	*f = flow{key: k, self: i, prev: -1, next: -1}
-	f.clear()
+	*f = flow{key: k, self: i, prev: -1, next: -1, client: -1}
 	t.m[k] = i
 	t.pushFront(f)
 	t.created++
@@ -140,7 +206,7 @@ func (t *flowTable) insert(k flowKey) *flow {
 
 // reset starts a new connection on f's key.
 func (t *flowTable) reset(f *flow) {
-	f.clear()
+	f.clear(t.pools)
 	t.created++
 }
 
@@ -168,6 +234,7 @@ func (t *flowTable) remove(i int32) {
 	f := t.at(i)
 	t.unlink(f)
 	delete(t.m, f.key)
+	f.finish(t.pools)
 	*f = flow{}
 	t.free = append(t.free, i)
 }
@@ -239,11 +306,4 @@ func (d *tcpDir) dropStaleOOO() {
 	if len(d.ooo) == 0 {
 		d.ooo = nil
 	}
-}
-
-func (d *tcpDir) release() {
-	d.ooo = nil
-	d.st.pre = nil
-	d.st.tls = nil
-	d.st.http = nil
 }

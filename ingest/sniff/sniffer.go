@@ -118,6 +118,7 @@ type Sniffer struct {
 	dec  *decap.Decoder
 	pkt  decap.Packet
 	ft   flowTable
+	pool pools
 
 	stats     Stats
 	malformed map[MalformedReason]uint64
@@ -148,7 +149,7 @@ func New(cfg Config, emit func(*Record)) (*Sniffer, error) {
 		dec:       decap.NewDecoder(cfg.Decap),
 		malformed: map[MalformedReason]uint64{},
 	}
-	s.ft.init(cfg.MaxFlows)
+	s.ft.init(cfg.MaxFlows, &s.pool)
 	return s, nil
 }
 
@@ -201,7 +202,7 @@ func (s *Sniffer) Flush(now time.Time) {
 // Close ends the capture: every flow is dropped. An incomplete message gives
 // no record.
 func (s *Sniffer) Close() {
-	s.ft.init(s.cfg.MaxFlows)
+	s.ft.init(s.cfg.MaxFlows, &s.pool)
 }
 
 // Stats returns a snapshot of the counters.
@@ -242,15 +243,18 @@ func (s *Sniffer) handleTCP(dp *decap.Packet) {
 	if dp.TCPFlags&(tcpFIN|tcpRST) != 0 {
 		f.closed = true
 		if dp.TCPFlags&tcpRST != 0 {
-			f.finish()
+			f.finish(&s.pool)
 		}
+	}
+	if f.done && (f.dir[0] != nil || f.dir[1] != nil) {
+		f.finish(&s.pool) // hand the buffers back as soon as the client is done
 	}
 }
 
 func (s *Sniffer) tcpData(f *flow, side int, dp *decap.Packet) {
 	d := f.dir[side]
 	if d == nil {
-		d = &tcpDir{}
+		d = s.pool.dir()
 		f.dir[side] = d
 		seq := dp.Seq
 		if dp.TCPFlags&tcpSYN != 0 {
@@ -332,7 +336,6 @@ func (s *Sniffer) deliver(f *flow, side int, d *tcpDir, b []byte) {
 	if over && f.dir[side] == d && d.st.state != stDone {
 		s.stats.OverBudget++
 		s.streamDone(f, side, &d.st)
-		d.release()
 	}
 }
 
@@ -361,11 +364,11 @@ func (s *Sniffer) handleUDP(dp *decap.Packet) {
 		if ok {
 			f.client = int8(side)
 			s.hello(dp.Src, dp.SrcPort, dp.Dst, dp.DstPort, hello, nil, 'q', ProtoQUIC, 1)
-			f.finish()
+			f.finish(&s.pool)
 		} else if q.Done() {
 			f.quic[side] = nil
 			if f.quic[1-side] == nil {
-				f.finish()
+				f.finish(&s.pool)
 			}
 		}
 		return

@@ -33,8 +33,18 @@ func (s *Sniffer) feed(f *flow, side int, st *stream, b []byte) {
 	for len(b) > 0 && st.state != stDone {
 		switch st.state {
 		case stClassify:
-			st.pre = append(st.pre, b...)
+			if len(st.pre) > 0 {
+				st.pre = append(st.pre, b...)
+				b = s.classify(f, side, st)
+				break
+			}
+			// Most streams are recognised from their first segment:
+			// classify it in place, and copy it only to keep it.
+			st.pre = b
 			b = s.classify(f, side, st)
+			if st.state == stClassify && st.pre != nil {
+				st.pre = bytes.Clone(st.pre)
+			}
 		case stTLS:
 			s.feedTLS(f, side, st, b)
 			b = nil
@@ -63,10 +73,10 @@ func (s *Sniffer) feedHTTP(f *flow, side int, st *stream, b []byte) []byte {
 		s.request(src, sport, dst, dport, r)
 	})
 	if len(rest) > 0 || (done && rest != nil) {
-		st.http = nil
+		rest = bytes.Clone(rest) // it may alias the Parser's buffer
+		s.pool.putStream(st)
 		st.state = stClassify
-		st.pre = nil
-		return bytes.Clone(rest)
+		return rest
 	}
 	if done {
 		s.streamDone(f, side, st)
@@ -77,7 +87,7 @@ func (s *Sniffer) feedHTTP(f *flow, side int, st *stream, b []byte) []byte {
 // streamDone ends side's stream; the flow is done once its client's is.
 func (s *Sniffer) streamDone(f *flow, side int, st *stream) {
 	st.state = stDone
-	st.pre, st.tls, st.http = nil, nil, nil
+	s.pool.putStream(st)
 	if int(f.client) == side {
 		f.done = true
 		return
@@ -90,6 +100,7 @@ func (s *Sniffer) streamDone(f *flow, side int, st *stream) {
 // setClient records side as the client and drops the other direction.
 func (s *Sniffer) setClient(f *flow, side int) {
 	f.client = int8(side)
+	s.pool.putDir(f.dir[1-side])
 	f.dir[1-side] = nil
 }
 
@@ -118,7 +129,7 @@ func (s *Sniffer) classify(f *flow, side int, st *stream) []byte {
 	if isHTTP, _ := ja4h.Classify(p); isHTTP {
 		s.setClient(f, side)
 		st.state = stHTTP
-		st.http = new(ja4h.Parser)
+		st.http = s.pool.parser()
 		st.pre = nil
 		return p
 	}
@@ -136,7 +147,7 @@ func (s *Sniffer) classify(f *flow, side int, st *stream) []byte {
 func (s *Sniffer) startTLS(f *flow, side int, st *stream, b []byte) []byte {
 	s.setClient(f, side)
 	st.state = stTLS
-	st.tls = new(tlsfp.Scanner)
+	st.tls = s.pool.scanner()
 	st.pre = nil
 	return b
 }

@@ -59,6 +59,8 @@ capture tls13.pcap 'tcp port 14433' sc -connect 127.0.0.1:14433 -servername exam
 capture tls12.pcap 'tcp port 14433' sc -connect 127.0.0.1:14433 -servername example.test -tls1_2
 capture tls13-nosni.pcap 'tcp port 14433' sc -connect 127.0.0.1:14433 -noservername -alpn http/1.1
 capture hrr.pcap 'tcp port 14434' sc -connect 127.0.0.1:14434 -servername example.test -groups x25519:secp384r1
+start 14435 openssl s_server -accept '[::1]:14435' -cert "$tmp/c.pem" -key "$tmp/k.pem" -www
+capture tls13-ipv6.pcap 'tcp port 14435' sc -connect '[::1]:14435' -servername v6.example.test
 capture go-tls.pcap 'tcp port 14433' bash -c "$gen tlsclient 127.0.0.1:14433 example.test h2,http/1.1 && $gen tlsclient 127.0.0.1:14433 go.example.test http/1.1 tls12"
 
 start 18080 python3 -m http.server --protocol HTTP/1.1 --bind 127.0.0.1 18080 --directory "$tmp"
@@ -78,6 +80,20 @@ capture ssdp.pcap 'udp port 1900' python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.sendto(b"M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: \"ssdp:discover\"\r\nMX: 1\r\nST: ssdp:all\r\n\r\n", ("127.0.0.1", 1900))'
+
+# Chromium, when installed (apt-get install chromium): GREASE, extension
+# shuffling, ALPS, ECH GREASE, ML-KEM key shares, an HRR, and QUIC.
+if command -v chromium >/dev/null; then
+	chrome() {
+		timeout 30 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$tmp/chrome" --no-first-run \
+			--disable-background-networking --disable-component-update --ignore-certificate-errors \
+			--host-resolver-rules="MAP example.test 127.0.0.1" "$@" >/dev/null 2>&1 || true
+	}
+	capture chromium.pcap 'tcp port 14433' chrome --dump-dom https://example.test:14433/
+	capture chromium-hrr.pcap 'tcp port 14434' chrome --dump-dom https://example.test:14434/
+	start 443 "$gen" quicserver 127.0.0.1:443 "$tmp/c.pem" "$tmp/k.pem" v1
+	capture chromium-quic.pcap 'udp port 443' chrome --enable-quic --origin-to-force-quic-on=example.test:443 --dump-dom https://example.test/
+fi
 
 for m in split3rev nosyn3rev retrans vlan qinq gre erspan2 vxlan sll sll2 null; do
 	"$gen" rewrite $m "$out/tls13.pcap" "$out/tls13-$m.pcap"
