@@ -184,8 +184,9 @@ func compileDirective(s string) (*Format, error) {
 
 // confTokens splits the rest of an nginx directive into its arguments, as
 // nginx's configuration reader does: words separated by white space, quoted
-// strings with \" \' \\ \n \r \t escapes, '#' comments, ended by ';'. Text
-// after the ';' is ignored.
+// strings with \" \' \\ \n \r \t escapes, '#' comments, ended by ';',
+// which must be there: a paste cut short would otherwise compile to a shorter
+// format. Text after the ';' is ignored.
 func confTokens(s string) ([]string, error) {
 	var args []string
 	i := 0
@@ -242,7 +243,7 @@ func confTokens(s string) ([]string, error) {
 			i = j
 		}
 	}
-	return args, nil
+	return nil, fmt.Errorf("nginxlog: log_format: no ';' at the end, so the directive may be cut short (grep -A shows a fixed number of lines)")
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -262,7 +262,7 @@ func TestCompile(t *testing.T) {
 		{name: "directive-multiline", in: "log_format  main  escape=json\n\t'{\"ip\":\"$remote_addr\",' # client\n\t\"\\\"port\\\":\\\"$remote_port\\\"}\";\n",
 			text: `{"ip":"$remote_addr","port":"$remote_port"}`, esc: EscapeJSON, vars: []string{"remote_addr", "remote_port"}},
 		{name: "directive-none", in: `log_format x escape=none '$a|$b';`, text: `$a|$b`, esc: EscapeNone, vars: []string{"a", "b"}},
-		{name: "directive-no-semicolon", in: `log_format x "$a $b"`, text: `$a $b`, vars: []string{"a", "b"}},
+		{name: "directive-cut-short", in: "log_format x '$a $b'\n  '$c'", err: "no ';' at the end, so the directive may be cut short"},
 
 		{name: "adjacent", in: `$remote_addr$remote_port`, err: "byte 12: $remote_port follows $remote_addr with no literal text between them"},
 		{name: "dollar-alone", in: `$remote_addr $ x`, err: "byte 13: '$' not followed by a variable name"},
@@ -273,6 +273,7 @@ func TestCompile(t *testing.T) {
 		{name: "bad-escape", in: `log_format x escape=xml '$a';`, err: `unknown escape "xml"; want default, json or none`},
 		{name: "no-string", in: `log_format main;`, err: "log_format main: no format string"},
 		{name: "unterminated-quote", in: `log_format main '$a`, err: "unterminated '-quoted string"},
+		{name: "unterminated-quote-semicolon", in: `log_format main '$a;`, err: "unterminated '-quoted string"},
 		{name: "grep-A3", in: "log_format main '$a - $b'\n  ' \"$c\"';\naccess_log /var/log/nginx/access.log main;\n}", text: `$a - $b "$c"`,
 			vars: []string{"a", "b", "c"}},
 	}
