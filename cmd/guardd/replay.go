@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
 	"github.com/guardd/guardd/characteristics"
@@ -83,7 +84,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := buildPipeline(cfg, logger)
+	p, err := buildPipeline(cfg, logger, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
@@ -133,8 +134,8 @@ type pipeline struct {
 	format   *nginxlog.Format
 }
 
-func buildPipeline(cfg *Config, logger *slog.Logger) (*pipeline, error) {
-	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout}
+func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
+	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: reg}
 	var sets []*rules.Set
 	if !cfg.Rules.DisableBuiltin {
 		s, err := rules.Builtin(ropts)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -95,7 +96,7 @@ type daemon struct {
 
 type daemonMetrics struct {
 	events, parseErrors *prometheus.CounterVec
-	trips               *prometheus.CounterVec
+	trips, matches      *prometheus.CounterVec
 	reloadOK, reloadTS  prometheus.Gauge
 }
 
@@ -115,13 +116,14 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 	d.m = daemonMetrics{
 		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_ingest_events_total", Help: "Events read, by source."}, []string{"source"}),
 		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_ingest_parse_errors_total", Help: "Lines or packets that could not be parsed and were skipped, by source."}, []string{"source"}),
+		matches:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_matches_total", Help: "Events that matched a rule's counting expression and were counted."}, []string{"rule"}),
 		trips:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_trips_total", Help: "Times a rule went over its limit and created or extended a mitigation."}, []string{"rule", "action"}),
 		reloadOK:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded."}),
 		reloadTS:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
 	}
 	d.m.events.WithLabelValues(characteristics.SourceNginxLog.String())
 	d.m.parseErrors.WithLabelValues(characteristics.SourceNginxLog.String())
-	reg.MustRegister(d.m.events, d.m.parseErrors, d.m.trips, d.m.reloadOK, d.m.reloadTS)
+	reg.MustRegister(d.m.events, d.m.parseErrors, d.m.matches, d.m.trips, d.m.reloadOK, d.m.reloadTS)
 
 	allow, err := cfg.allowlist()
 	if err != nil {
@@ -188,7 +190,7 @@ func (d *daemon) checkpointPath() string {
 
 // build makes the rules, engine and parsers of cfg; trips go to the store.
 func (d *daemon) build(cfg *Config) (*pipeline, error) {
-	p, err := buildPipeline(cfg, d.log)
+	p, err := buildPipeline(cfg, d.log, d.reg)
 	if err != nil {
 		return nil, err
 	}
@@ -305,9 +307,13 @@ func (d *daemon) runTail(ctx context.Context) error {
 		lastSave = time.Now()
 	}
 	var lastPos *tail.Position
+	var perRule []float64
 	err := d.tailer.Run(ctx, func(lines []tail.Line, pos tail.Position) error {
 		p := d.pipe.Load()
 		cfg := d.cfg.Load()
+		rs := p.rules.Rules()
+		perRule = slices.Grow(perRule[:0], len(rs))[:len(rs)]
+		clear(perRule)
 		var newest int64
 		for _, l := range lines {
 			ev.Reset()
@@ -330,9 +336,19 @@ func (d *daemon) runTail(ctx context.Context) error {
 			mm.Reset()
 			p.engine.Prepare(&ev, &mm)
 			p.engine.Apply(ev.Time, mm.Items, mm.Keys)
+			for _, it := range mm.Items {
+				if it.Count {
+					perRule[it.Rule]++
+				}
+			}
 			newest = max(newest, ev.Time.UnixNano())
 		}
 		events.Add(float64(len(lines)))
+		for i, n := range perRule {
+			if n > 0 {
+				d.m.matches.WithLabelValues(rs[i].Name).Add(n)
+			}
+		}
 		if newest > d.lastEvent.Load() {
 			d.lastEvent.Store(newest)
 		}
