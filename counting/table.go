@@ -282,7 +282,9 @@ func (t *Table) evictLocked(s *shard, now int64) {
 				victim = i
 				break
 			}
-			if u := t.usageLocked(s, sl, now); u < least {
+			// The first sample is taken whatever its usage, so a shard
+			// of infinite or NaN counts (absurd event sizes) still evicts.
+			if u := t.usageLocked(s, sl, now); victim < 0 || u < least {
 				victim, least = i, u
 			}
 		}

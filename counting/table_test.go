@@ -178,6 +178,30 @@ func TestCapAndSweep(t *testing.T) {
 	}
 }
 
+// TestHugeSizes fills a capped table with keys whose counts overflow to
+// +Inf: eviction must still make room (a shard that cannot evict would fill
+// and never find an empty slot again).
+func TestHugeSizes(t *testing.T) {
+	for _, alg := range allAlgorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			tab, err := NewTable(Config{Limit: Limit{Algorithm: alg, Period: time.Second, Requests: 10}, MaxKeys: 16, Shards: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 200 {
+				r := tab.Add(uint64(i), 1e308, t0)
+				tab.Add(uint64(i), 1e308, t0)
+				if !r.Exceeded || r.RetryAfter <= 0 {
+					t.Fatalf("Add(%d, 1e308) = %+v", i, r)
+				}
+			}
+			if n := tab.Len(); n > 16 {
+				t.Fatalf("Len() = %d, above the cap", n)
+			}
+		})
+	}
+}
+
 // TestTableMatchesMap drives random keys through a few rounds of event time,
 // one window per round, sweeping after each, against a map of exact
 // per-window counts: partial sweeps exercise backward-shift deletion in the
