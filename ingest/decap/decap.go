@@ -304,7 +304,7 @@ func (d *Decoder) decode(b []byte, lt layers.LinkType, p *Packet) error {
 
 	for depth := 0; ; depth++ {
 		if depth == MaxDepth {
-			return d.fail(OutcomeMalformed, "decap", b, "more than "+strconv.Itoa(MaxDepth)+" nested headers")
+			return d.fail(OutcomeMalformed, "decap", b, "more nested headers than MaxDepth")
 		}
 		switch n {
 		case nEthernet:

@@ -300,6 +300,9 @@ func TestDecodeNotTransport(t *testing.T) {
 			if d.Stats().Packets[c.outcome] != 1 {
 				t.Errorf("stats %+v", d.Stats())
 			}
+			if n := testing.AllocsPerRun(50, func() { _ = d.Decode(c.frame, c.lt, &p) }); n != 0 {
+				t.Errorf("%v allocs per Decode, want 0", n)
+			}
 		})
 	}
 }
@@ -350,6 +353,9 @@ func TestDecodeMalformed(t *testing.T) {
 			}
 			if p.Payload != nil {
 				t.Errorf("payload set on error")
+			}
+			if n := testing.AllocsPerRun(50, func() { _ = d.Decode(c.frame, layers.LinkTypeEthernet, &p) }); n != 0 {
+				t.Errorf("%v allocs per malformed Decode, want 0", n)
 			}
 		})
 	}
