@@ -107,7 +107,9 @@ func Compile(format string) (*Format, error) {
 	if s == "" {
 		return nil, fmt.Errorf("nginxlog: empty log format")
 	}
-	return compileText("", format, EscapeDefault)
+	// Keep spaces, which may be part of the format, but not the line ends a
+	// YAML block scalar or a file adds.
+	return compileText("", strings.Trim(format, "\r\n"), EscapeDefault)
 }
 
 // CompileEscape compiles a bare format string whose values nginx escaped with
@@ -262,6 +264,9 @@ func isNameByte(c byte) bool {
 // compileText compiles a format string: literal text and $name or ${name}.
 func compileText(name, text string, esc Escape) (*Format, error) {
 	f := &Format{name: name, text: text, escape: esc}
+	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
+		return nil, fmt.Errorf("nginxlog: log format byte %d: a line break in the format; nginx would write each entry over several lines, and guardd reads one line per entry", i)
+	}
 	var lit strings.Builder
 	lead := true
 	for i := 0; i < len(text); {

@@ -264,6 +264,9 @@ func TestCompile(t *testing.T) {
 		{name: "directive-none", in: `log_format x escape=none '$a|$b';`, text: `$a|$b`, esc: EscapeNone, vars: []string{"a", "b"}},
 		{name: "directive-cut-short", in: "log_format x '$a $b'\n  '$c'", err: "no ';' at the end, so the directive may be cut short"},
 
+		{name: "bare-trailing-newline", in: "$remote_addr [$time_local] \n", text: `$remote_addr [$time_local] `,
+			vars: []string{"remote_addr", "time_local"}},
+		{name: "line-break", in: "$remote_addr\n$status", err: "byte 12: a line break in the format"},
 		{name: "adjacent", in: `$remote_addr$remote_port`, err: "byte 12: $remote_port follows $remote_addr with no literal text between them"},
 		{name: "dollar-alone", in: `$remote_addr $ x`, err: "byte 13: '$' not followed by a variable name"},
 		{name: "unterminated-brace", in: `$remote_addr ${status`, err: "byte 13: unterminated ${"},
