@@ -47,7 +47,8 @@ func fieldError(name string, pos int, want string, got []byte) *FieldError {
 	if len(got) > max {
 		s += "..."
 	}
-	return &FieldError{Var: name, Pos: pos, Want: want, Got: s}
+	// name may alias the line too (a ParseJSON key).
+	return &FieldError{Var: strings.Clone(name), Pos: pos, Want: want, Got: s}
 }
 
 // LineError places an error at a line of a file.

@@ -13,7 +13,8 @@ const maxJSONDepth = 64
 // nginx variable names with or without '$' — {"remote_addr":"192.0.2.1",
 // "status":200,...} — as written by a log_format with escape=json. Values may
 // be strings, numbers, true, false or null; null, "" and "-" mean absent;
-// nested objects and arrays are skipped. Keys map onto e as Format.Parse maps variables.
+// nested objects and arrays are skipped. Keys map onto e as Format.Parse maps
+// variables.
 //
 // Like Parse it rewrites line in place (unescaping strings, lower-casing keys,
 // turning http_x_y into x-y), e's strings alias line, and it allocates nothing

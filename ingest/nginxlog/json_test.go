@@ -42,6 +42,18 @@ var jsonLineCases = []struct {
 	{name: "empty-key", line: `{"$":1}`, err: `want a variable name as key`},
 }
 
+// TestParseJSONErrorOwnsName checks that an error names its key after the
+// line's buffer has been reused.
+func TestParseJSONErrorOwnsName(t *testing.T) {
+	line := []byte(`{"status":"abc"}`)
+	var e characteristics.Event
+	err := ParseJSON(line, &e)
+	copy(line, "XXXXXXXXXXXXXXXX")
+	if err == nil || !strings.Contains(err.Error(), "$status at byte 10") {
+		t.Errorf("error after reuse = %v", err)
+	}
+}
+
 func TestParseJSON(t *testing.T) {
 	for _, tc := range jsonLineCases {
 		t.Run(tc.name, func(t *testing.T) {
