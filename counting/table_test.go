@@ -275,7 +275,24 @@ func TestConcurrentAdd(t *testing.T) {
 			}
 		})
 	}
+	// Readers and a sweeper alongside; nothing is idle, so nothing goes.
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				tab.Sweep(t0)
+				tab.Peek(1, t0)
+				_ = tab.Len() + int(tab.Evictions()+tab.Late())
+			}
+		}
+	})
 	wg.Wait()
+	close(stop)
+	readers.Wait()
 	for k := range uint64(keys) {
 		if got := tab.Peek(k, t0).Count; got != workers*per {
 			t.Fatalf("key %d: Count = %v, want %d", k, got, workers*per)
