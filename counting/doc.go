@@ -24,7 +24,8 @@
 //     limiting.
 //   - TokenBucket: capacity Requests, refilled at Requests per Period.
 //   - GCRA: emission interval Period/Requests, burst Requests. It makes the
-//     same decisions as TokenBucket in 8 bytes of integer state.
+//     same decisions as TokenBucket (up to rounding) from one integer time,
+//     the theoretical arrival time, with no floating-point refill.
 //
 // The window algorithms count every event, including those over the limit:
 // a client that keeps sending stays limited, as a detector should see it.
