@@ -20,6 +20,7 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
+	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
@@ -39,7 +40,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: guardd replay [--config FILE] [--json] [flags] LOG...\n\nLogs may be plain or gzip; give them oldest first.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain or gzip; give them oldest first.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	var (
@@ -52,8 +53,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		workers    = fs.Int("workers", 0, "parallel workers (default: all cores)")
 		progress   = fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never")
 		ruleDirs   stringList
+		pcaps      stringList
 	)
 	fs.Var(&ruleDirs, "rules", "directory of Rego rules (repeatable)")
+	fs.Var(&pcaps, "pcap", "capture (pcap or pcapng) of the same traffic: its TLS and HTTP fingerprints are joined to log lines by client address and port (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -92,6 +95,21 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	defer p.enricher.Close()
 
 	rc := replay.Config{Engine: p.engine, Enricher: p.enricher, Format: p.format, JSON: cfg.Log.JSON, Workers: *workers, Logger: logger}
+	if len(pcaps) > 0 {
+		// The whole capture is read before the logs, so entries must live as
+		// long as the capture spans.
+		join := sniff.NewJoin(24*time.Hour, 1<<22)
+		n := 0
+		if err := sniff.ReadFiles(pcaps, sniff.Config{DisableJA4H: cfg.Fingerprint.DisableJA4H}, func(r *sniff.Record) {
+			join.Put(r)
+			n++
+		}); err != nil {
+			fmt.Fprintln(stderr, "guardd replay:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "guardd replay: %d fingerprints from %d captures to join\n", n, len(pcaps))
+		rc.Join = join
+	}
 	var bar *progressBar
 	if *progress == "always" || (*progress == "auto" && isTerminal(stderr)) {
 		bar = &progressBar{w: stderr}

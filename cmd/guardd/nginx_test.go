@@ -1,0 +1,325 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The nginx side of docs/nginx.md, filled in for a test on loopback.
+const nginxConf = `
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log info;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path {{dir}}/body;
+    proxy_temp_path {{dir}}/proxy;
+    fastcgi_temp_path {{dir}}/fastcgi;
+    uwsgi_temp_path {{dir}}/uwsgi;
+    scgi_temp_path {{dir}}/scgi;
+    log_format guardd '$remote_addr - $remote_user [$time_local] "$request" '
+                      '$status $body_bytes_sent "$http_referer" "$http_user_agent" '
+                      '$remote_port $request_time "$host" "$http_x_forwarded_for" '
+                      '"$cookie_session" $request_id';
+    upstream guardd { server {{decision}}; keepalive 16; }
+    upstream app { server {{app}}; }
+    server {
+        listen 127.0.0.1:{{port}};
+        access_log {{dir}}/access.log guardd;
+        location / {
+            auth_request /_guardd;
+            auth_request_set $guardd_decision $upstream_http_x_guardd_decision;
+            error_page 401 = @guardd;
+            proxy_pass http://app;
+        }
+        location = /_guardd {
+            internal;
+            proxy_pass http://guardd/v1/decide;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_set_header X-Real-IP $remote_addr;
+            proxy_set_header X-Real-Port $remote_port;
+            proxy_set_header X-Original-Method $request_method;
+            proxy_set_header X-Original-URI $request_uri;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_connect_timeout 100ms;
+            proxy_read_timeout 250ms;
+            error_page 500 502 503 504 = @guardd_unreachable;
+        }
+        location @guardd_unreachable { return 204; }
+        location @guardd {
+            rewrite ^ /v1/respond break;
+            proxy_pass http://guardd;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_set_header X-Guardd-Decision $guardd_decision;
+            proxy_set_header X-Original-Method $request_method;
+            proxy_set_header X-Original-URI $request_uri;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`
+
+const inviteRule = `# METADATA
+# title: invitation spam
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: 3
+#   action: shadowban
+#   mitigation_timeout: 10m
+package guardd.rules.invite_spam
+
+count if {
+	input.http.method == "POST"
+	input.http.path == "/api/invite"
+}
+`
+
+// TestNginxEndToEnd runs the real nginx with docs/nginx.md's configuration in
+// front of a test application, and guardd tailing nginx's log and answering
+// its auth_request. An attacker is blocked on the request after its rule
+// trips; a spammer gets the fake 200 while the application sees nothing; an
+// ordinary client from another address keeps getting the application's
+// answers; and with guardd gone, nginx fails open.
+func TestNginxEndToEnd(t *testing.T) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/nginx"} {
+			if _, e := os.Stat(p); e == nil {
+				nginx = p
+			}
+		}
+	}
+	if nginx == "" {
+		t.Skip("nginx not installed")
+	}
+	dir := t.TempDir()
+	var appHits, inviteHits atomic.Int64
+	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		appHits.Add(1)
+		switch r.URL.Path {
+		case "/login":
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, "wrong password\n")
+		case "/api/invite":
+			inviteHits.Add(1)
+			io.WriteString(w, `{"ok":true,"real":true}`)
+		default:
+			io.WriteString(w, "hello from the app\n")
+		}
+	})}
+	appLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Serve(appLn)
+	defer app.Close()
+
+	// guardd, tailing the log nginx will write.
+	accessLog := filepath.Join(dir, "access.log")
+	os.WriteFile(accessLog, nil, 0o644)
+	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules", "invite.rego"), []byte(inviteRule), 0o644)
+	format := `log_format guardd '$remote_addr - $remote_user [$time_local] "$request" ' '$status $body_bytes_sent "$http_referer" "$http_user_agent" ' '$remote_port $request_time "$host" "$http_x_forwarded_for" ' '"$cookie_session" $request_id';`
+	cfgPath := filepath.Join(dir, "guardd.yaml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+log:
+  format: %q
+sources:
+  nginx:
+    paths: [%q]
+    from_start: true
+    poll_interval: 20ms
+decision:
+  listen: 127.0.0.1:0
+admin:
+  listen: 127.0.0.1:0
+rules:
+  disable_builtin: true
+  dirs: [%q]
+mitigation:
+  state_dir: %q
+shadowban:
+  routes:
+    - method: POST
+      path: /api/invite
+      body: '{"ok":true}'
+`, format, accessLog, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))), 0o644)
+	td := startDaemonFrom(t, cfgPath)
+
+	port := freePort(t)
+	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
+		"{{port}}", fmt.Sprint(port)).Replace(nginxConf)
+	confPath := filepath.Join(dir, "nginx.conf")
+	os.WriteFile(confPath, []byte(conf), 0o644)
+	cmd := exec.Command(nginx, "-p", dir, "-c", confPath)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHTTP(t, base+"/")
+
+	attacker, ordinary, spammer := client("127.0.0.7"), client("127.0.0.8"), client("127.0.0.9")
+
+	// The attacker fails to log in six times: the sixth goes over the limit
+	// of 5 a minute and trips the rule once its log line is read.
+	for i := range 6 {
+		if code, _ := do(t, attacker, "POST", base+"/login"); code != 401 {
+			t.Fatalf("login attempt %d: %d, want the app's 401", i, code)
+		}
+	}
+	blockedAt := time.Now()
+	waitUntil(t, "the attacker to be blocked", func() bool { code, _ := do(t, attacker, "GET", base+"/"); return code == 403 })
+	t.Logf("blocked %v after the tripping request", time.Since(blockedAt).Round(time.Millisecond))
+	hits := appHits.Load()
+	for range 3 {
+		if code, _ := do(t, attacker, "GET", base+"/account"); code != 403 {
+			t.Fatalf("attacker not blocked: %d", code)
+		}
+	}
+	if appHits.Load() != hits {
+		t.Fatal("blocked requests reached the app")
+	}
+	// An ordinary client from another address is served by the app.
+	if code, body := do(t, ordinary, "GET", base+"/"); code != 200 || !strings.Contains(body, "hello from the app") {
+		t.Fatalf("ordinary client: %d %q", code, body)
+	}
+
+	// The spammer's invitations go through until the rule trips, then get the
+	// fake success while the app sees none of them.
+	for i := range 4 {
+		if code, body := do(t, spammer, "POST", base+"/api/invite"); code != 200 || !strings.Contains(body, `"real":true`) {
+			t.Fatalf("invite %d: %d %q", i, code, body)
+		}
+	}
+	waitUntil(t, "the spammer to be shadow-banned", func() bool {
+		before := inviteHits.Load()
+		code, body := do(t, spammer, "POST", base+"/api/invite")
+		return code == 200 && body == `{"ok":true}` && inviteHits.Load() == before
+	})
+	before := inviteHits.Load()
+	for range 5 {
+		if code, body := do(t, spammer, "POST", base+"/api/invite"); code != 200 || body != `{"ok":true}` {
+			t.Fatalf("shadow-banned invite: %d %q", code, body)
+		}
+	}
+	if inviteHits.Load() != before {
+		t.Fatal("shadow-banned invitations reached the app")
+	}
+	// Shadow-banned only where its rule's mitigation expression says (the
+	// count expression: POST /api/invite); other pages are served.
+	if code, body := do(t, spammer, "GET", base+"/"); code != 200 || !strings.Contains(body, "hello from the app") {
+		t.Fatalf("spammer elsewhere: %d %q", code, body)
+	}
+
+	// A manual rate limit: 429 with honest headers.
+	var out, errb strings.Builder
+	admin := []string{"--admin", td.d.adminLn.Addr().String(), "--token-file", filepath.Join(dir, "state", "admin.token")}
+	if rc := runDecisions(append([]string{"add", "--scope", "ip.src=127.0.0.8", "--action", "rate_limit", "--duration", "90s"}, admin...), &out, &errb); rc != 0 {
+		t.Fatal(errb.String())
+	}
+	resp := doResp(t, ordinary, "GET", base+"/")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("RateLimit") == "" {
+		t.Fatalf("rate limited: %d %v", resp.StatusCode, resp.Header)
+	}
+	t.Logf("429 headers: Retry-After=%s RateLimit=%q", resp.Header.Get("Retry-After"), resp.Header.Get("RateLimit"))
+
+	// guardd gone: nginx fails open.
+	td.stop(t)
+	if code, body := do(t, client("127.0.0.10"), "GET", base+"/"); code != 200 || !strings.Contains(body, "hello from the app") {
+		t.Fatalf("with guardd down: %d %q, want fail-open 200", code, body)
+	}
+}
+
+func startDaemonFrom(t *testing.T, cfgPath string) *testDaemon {
+	dir := filepath.Dir(cfgPath)
+	return startDaemon(t, dir)
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func client(src string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 2 * time.Second}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+}
+
+func doResp(t *testing.T, c *http.Client, method, url string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(""))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func do(t *testing.T, c *http.Client, method, url string) (int, string) {
+	t.Helper()
+	resp := doResp(t, c, method, url)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func waitHTTP(t *testing.T, url string) {
+	waitUntil(t, "nginx to listen", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
