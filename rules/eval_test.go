@@ -48,7 +48,7 @@ func TestBuiltinDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opa, err := Builtin(Options{DisableNative: true, EvalTimeout: time.Second})
+	opa, err := Builtin(Options{DisableNative: true, EvalTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,14 +162,14 @@ func TestNativeOps(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.body, func(t *testing.T) {
 			fsys := fstest.MapFS{"op.rego": {Data: []byte(opModule(tc.body))}}
-			native, err := Load(fsys, Options{EvalTimeout: time.Second})
+			native, err := Load(fsys, Options{EvalTimeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := native.Rules()[0].Native; got != tc.native {
 				t.Errorf("Native = %v, want %v (%v)", got, tc.native, native.Rules()[0].Fallback)
 			}
-			opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Second})
+			opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +279,7 @@ func BenchmarkEvalRule(b *testing.B) {
 func TestDefaultCountIsNative(t *testing.T) {
 	mod := "# METADATA\n# custom:\n#   characteristics: [ip.src]\n#   period: 1m\n#   requests_per_period: 10\n#   action: log\npackage guardd.rules.d\n\ndefault count := false\n\ncount if input.http.status == 404\n\ndefault mitigate := true\n\nmitigate if input.http.status == 200\n"
 	fsys := fstest.MapFS{"d.rego": {Data: []byte(mod)}}
-	native, err := Load(fsys, Options{EvalTimeout: time.Second})
+	native, err := Load(fsys, Options{EvalTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestDefaultCountIsNative(t *testing.T) {
 	if native.evals[0].count == nil {
 		t.Error("count with `default count := false` did not compile natively")
 	}
-	opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Second})
+	opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@ func FuzzLoad(f *testing.F) {
 		if len(text) > 8<<10 {
 			return
 		}
-		s, err := Load(fstest.MapFS{"f.rego": {Data: []byte(text)}}, Options{EvalTimeout: time.Second})
+		s, err := Load(fstest.MapFS{"f.rego": {Data: []byte(text)}}, Options{EvalTimeout: time.Minute})
 		if err != nil {
 			if !strings.Contains(err.Error(), "f.rego") {
 				t.Fatalf("error does not name the file: %v", err)
