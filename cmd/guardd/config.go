@@ -122,6 +122,16 @@ type AllowlistConfig struct {
 type FingerprintConfig struct {
 	// DisableJA4H turns JA4H off (FoxIO License 1.1, non-commercial).
 	DisableJA4H bool `yaml:"disable_ja4h"`
+	// Interfaces to capture on live (AF_PACKET, needs CAP_NET_RAW); their
+	// TLS, QUIC and HTTP fingerprints are joined to log lines by client
+	// address and port. Empty: no live capture.
+	Interfaces []string `yaml:"interfaces"`
+	// BPF replaces the default capture filter (which passes only what
+	// fingerprinting needs), e.g. "tcp port 443 or udp port 443".
+	BPF string `yaml:"bpf"`
+	// JoinTTL is how long a connection's fingerprints wait for its log
+	// lines; default 1m.
+	JoinTTL time.Duration `yaml:"join_ttl"`
 }
 
 // loadConfig reads path strictly: unknown keys are errors, and every error

@@ -26,6 +26,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision"
@@ -90,6 +91,7 @@ type daemon struct {
 	started time.Time
 	m       daemonMetrics
 
+	join                *sniff.Join // nil without live capture
 	decisionLn, adminLn net.Listener
 	lastEvent           atomic.Int64 // unix nanoseconds of the newest event read
 }
@@ -149,6 +151,9 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 	if d.token, err = loadToken(cfg); err != nil {
 		d.store.Close()
 		return nil, err
+	}
+	if len(cfg.Fingerprint.Interfaces) > 0 {
+		d.join = sniff.NewJoin(cfg.Fingerprint.JoinTTL, 0)
 	}
 	var start *tail.Position
 	if start, err = tail.LoadCheckpoint(d.checkpointPath()); err != nil {
@@ -258,6 +263,9 @@ func (d *daemon) Run(ctx context.Context) error {
 	g.Go(func() error { return serve(ctx, d.adminLn, d.adminHandler()) })
 	g.Go(func() error { return d.runTail(ctx) })
 	g.Go(func() error { return d.watch(ctx) })
+	for _, ifc := range cfg.Fingerprint.Interfaces {
+		g.Go(func() error { return d.sniff(ctx, ifc) })
+	}
 	err = g.Wait()
 	if cerr := d.store.Close(); err == nil {
 		err = cerr
@@ -333,6 +341,9 @@ func (d *daemon) runTail(ctx context.Context) error {
 			}
 			ev.Source = characteristics.SourceNginxLog
 			p.enricher.Enrich(&ev)
+			if d.join != nil {
+				d.join.Enrich(&ev)
+			}
 			mm.Reset()
 			p.engine.Prepare(&ev, &mm)
 			p.engine.Apply(ev.Time, mm.Items, mm.Keys)

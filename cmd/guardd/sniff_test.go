@@ -1,0 +1,105 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const liveJA4Rule = `# METADATA
+# title: one TLS stack, many connections
+# custom:
+#   characteristics: [tls.ja4]
+#   period: 1h
+#   requests_per_period: 1
+#   action: block
+#   mitigation_timeout: 10m
+package guardd.rules.live_ja4
+
+count if startswith(input.tls.ja4, "t13")
+
+mitigate if true
+`
+
+// TestDaemonLiveSniff captures on lo while Go TLS clients connect to a local
+// server, then feeds log lines of those connections (by client port): the
+// JA4 sniffed live must reach the rules through the join.
+func TestDaemonLiveSniff(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("needs root for AF_PACKET capture")
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	os.WriteFile(log, nil, 0o644)
+	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(dir, "rules", "ja4.rego"), []byte(liveJA4Rule), 0o644)
+	os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(fmt.Sprintf(`
+log:
+  format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $remote_port'
+sources: {nginx: {paths: [%q], from_start: true, poll_interval: 20ms}}
+decision: {listen: 127.0.0.1:0}
+admin: {listen: 127.0.0.1:0}
+rules: {disable_builtin: true, dirs: [%q]}
+mitigation: {state_dir: %q}
+fingerprint: {interfaces: [lo]}
+`, log, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))), 0o644)
+	td := startDaemon(t, dir)
+	defer td.stop(t)
+	time.Sleep(300 * time.Millisecond) // the capture is open
+
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { c.(*tls.Conn).Handshake(); c.Close() }()
+		}
+	}()
+	var lines []string
+	for range 2 {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, ServerName: "example.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := c.LocalAddr().(*net.TCPAddr).Port
+		c.Close()
+		lines = append(lines, fmt.Sprintf(`127.0.0.1 - - [%s] "GET / HTTP/1.1" 200 5 "-" "Go" %d`, time.Now().Format("02/Jan/2006:15:04:05 -0700"), port))
+	}
+	time.Sleep(500 * time.Millisecond) // the hellos are in the join table
+	td.appendLines(t, lines...)
+	td.waitFor(t, "a mitigation on the sniffed JA4", func() bool {
+		for _, m := range td.d.store.List(time.Now()) {
+			if m.Rule == "live_ja4" && len(m.Scope) == 1 && m.Scope[0].Name == "tls.ja4" && strings.HasPrefix(m.Scope[0].Value, "t13") {
+				t.Logf("mitigation on %s", m.Scope)
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"example.test"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
