@@ -8,7 +8,7 @@
 // $remote_addr to IP, $time_local to Time, $request to Method, Path, Query and
 // Protocol, $http_<name> to Headers, $cookie_<name> to Cookies, and anything it
 // does not know to Vars by name. ParseJSON does the same for logs written as
-// one JSON object per line. Reader reads a plain or gzip file line by line, and
+// one JSON object per line. Reader reads a plain, gzip or zstd file line by line;
 // ReadBatch hands lines to parallel workers without a per-line allocation.
 // Format.Append does the reverse of Parse, writing an Event as nginx would.
 //
