@@ -34,6 +34,9 @@ const (
 	DefaultAlgorithm         = "sliding_window"
 	DefaultMitigationTimeout = 10 * time.Minute
 	defaultEvalTimeout       = 10 * time.Millisecond
+	// partialEvalTimeout bounds the partial evaluation of one expression at
+	// load; a rule that takes longer (say, a huge constant range) falls back.
+	partialEvalTimeout = 5 * time.Second
 )
 
 // metadata keys, in the order error messages list them.
@@ -573,7 +576,9 @@ func compileSet(c *ast.Compiler, rules []*Rule, opts Options) (*Set, error) {
 			var pred *predicate
 			if !opts.DisableNative {
 				var reason string
-				pred, reason = compileNative(ctx, c, q)
+				pctx, cancel := context.WithTimeout(ctx, partialEvalTimeout)
+				pred, reason = compileNative(pctx, c, q)
+				cancel()
 				if pred == nil {
 					why = append(why, name+": "+reason)
 				}
