@@ -1,7 +1,7 @@
 package nftables
 
 import (
-	"net/netip"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -132,4 +132,174 @@ func TestPushDropsPackets(t *testing.T) {
 	}
 }
 
-var _ = netip.Addr{}
+func TestFeed(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.reconcile(t)
+	f.checkSets(t, nil)
+
+	a := f.ban(t, "ip.src", "192.0.2.1", mitigation.ActionFirewall, time.Hour)
+	f.ban(t, "ip.src.prefix", "2001:db8:5::/48", mitigation.ActionFirewall, time.Hour)
+	f.poll(t)
+	f.checkSets(t, map[string][]string{"v4": {"192.0.2.1"}, "v6net": {"2001:db8:5::/48"}})
+
+	// Extending the mitigation replaces the element's timeout.
+	f.ban(t, "ip.src", "192.0.2.1", mitigation.ActionFirewall, 3*time.Hour)
+	f.poll(t)
+	out := f.ns.run(t, "nft", "list", "set", "inet", "guardd", "v4")
+	if !strings.Contains(out, "timeout 3h") {
+		t.Errorf("extended element not at 3h:\n%s", out)
+	}
+
+	f.store.Delete(a.ID)
+	f.poll(t)
+	f.checkSets(t, map[string][]string{"v6net": {"2001:db8:5::/48"}})
+	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 0 {
+		t.Errorf("push errors = %v, want 0", n)
+	}
+}
+
+func TestReconcileRepairs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		behind func(t *testing.T, f *fixture) // what is done behind guardd's back
+	}{
+		{"nothing", func(*testing.T, *fixture) {}},
+		{"flush set", func(t *testing.T, f *fixture) {
+			f.ns.run(t, "nft", "flush", "set", "inet", "guardd", "v4")
+			f.ns.run(t, "nft", "flush", "set", "inet", "guardd", "v4net")
+		}},
+		{"delete table", func(t *testing.T, f *fixture) {
+			f.ns.run(t, "nft", "delete", "table", "inet", "guardd")
+		}},
+		{"flush chain", func(t *testing.T, f *fixture) {
+			f.ns.run(t, "nft", "flush", "chain", "inet", "guardd", "input")
+		}},
+		{"delete 10% of elements", func(t *testing.T, f *fixture) {
+			var v4, v4net []string
+			for i := 0; i < 200; i += 10 {
+				v4 = append(v4, fmt.Sprintf("10.0.0.%d", i))
+				v4net = append(v4net, fmt.Sprintf("10.1.%d.0/24", i))
+			}
+			f.ns.run(t, "nft", "delete", "element", "inet", "guardd", "v4", "{"+strings.Join(v4, ",")+"}")
+			f.ns.run(t, "nft", "delete", "element", "inet", "guardd", "v4net", "{"+strings.Join(v4net, ",")+"}")
+		}},
+		{"foreign elements", func(t *testing.T, f *fixture) {
+			f.ns.run(t, "nft", "add", "element", "inet", "guardd", "v4", "{ 172.16.0.1, 172.16.0.2 timeout 1h }")
+			f.ns.run(t, "nft", "add", "element", "inet", "guardd", "v6net", "{ 2001:db8:77::/48 }")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Config{})
+			want := map[string][]string{}
+			for i := range 200 {
+				f.ban(t, "ip.src", fmt.Sprintf("10.0.0.%d", i), mitigation.ActionFirewall, time.Hour)
+				f.ban(t, "ip.src.prefix", fmt.Sprintf("10.1.%d.0/24", i), mitigation.ActionFirewall, time.Duration(i+1)*time.Minute)
+				want["v4"] = append(want["v4"], fmt.Sprintf("10.0.0.%d", i))
+				want["v4net"] = append(want["v4net"], fmt.Sprintf("10.1.%d.0/24", i))
+			}
+			f.reconcile(t)
+			f.checkSets(t, want)
+			tc.behind(t, f)
+			f.reconcile(t)
+			f.checkSets(t, want)
+			if !strings.Contains(f.ns.run(t, "nft", "list", "chain", "inet", "guardd", "input"), "ip saddr @v4 counter") {
+				t.Error("drop rules not restored")
+			}
+			wantRepaired := 1.0
+			if tc.name == "nothing" {
+				wantRepaired = 0
+			}
+			if got := f.reconciles(resultRepaired); got != wantRepaired {
+				t.Errorf("reconcile{repaired} = %v, want %v", got, wantRepaired)
+			}
+			f.reconcile(t) // nothing left to repair
+			if got := f.reconciles(resultOK); got != 3-wantRepaired {
+				t.Errorf("reconcile{ok} = %v, want %v", got, 3-wantRepaired)
+			}
+		})
+	}
+}
+
+func TestBadElementIsolated(t *testing.T) {
+	f := newFixture(t, Config{BatchElements: 64})
+	f.reconcile(t)
+	// Behind guardd's back: a range that the next push overlaps.
+	f.ns.run(t, "nft", "add", "element", "inet", "guardd", "v4net", "{ 10.9.0.0/16 timeout 1h }")
+	var want []string
+	for i := range 100 {
+		f.ban(t, "ip.src.prefix", fmt.Sprintf("10.%d.1.0/24", i), mitigation.ActionFirewall, time.Hour)
+		want = append(want, fmt.Sprintf("10.%d.1.0/24", i))
+	}
+	f.poll(t)
+	got := f.ns.elements(t, "guardd", "v4net")
+	wantNow := slices.Concat([]string{"10.9.0.0/16"}, slices.DeleteFunc(slices.Clone(want), func(s string) bool { return s == "10.9.1.0/24" }))
+	slices.Sort(wantNow)
+	if !slices.Equal(got, wantNow) {
+		t.Errorf("after push: v4net = %q, want %q", got, wantNow)
+	}
+	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 1 {
+		t.Errorf("push errors = %v, want 1 (the overlapping element)", n)
+	}
+	f.poll(t) // the refused element is not retried every poll
+	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 1 {
+		t.Errorf("push errors after a quiet poll = %v, want 1", n)
+	}
+	f.reconcile(t) // deletes the foreign range, adds the refused one
+	f.checkSets(t, map[string][]string{"v4net": want})
+}
+
+func TestOverlappingPrefixesMerged(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.reconcile(t)
+	for _, b := range []struct {
+		name, value string
+		ttl         time.Duration
+	}{
+		{"ip.src.prefix", "10.0.0.0/8", time.Hour},
+		{"ip.src.prefix", "10.1.0.0/16", 2 * time.Hour}, // outlives its parent: splits it
+		{"ip.src.prefix", "10.2.0.0/16", time.Minute},   // covered
+		{"ip.src", "10.3.3.3", time.Minute},             // covered
+		{"ip.src", "10.3.3.4", 3 * time.Hour},           // outlives the range: kept
+		{"ip.src.prefix", "192.0.2.0/25", time.Hour},    // adjacent halves of one expiry
+		{"ip.src.prefix", "192.0.2.128/25", time.Hour},
+		{"ip.src.prefix", "2001:db8::/32", time.Hour},
+		{"ip.src.prefix", "2001:db8:1::/48", time.Hour},
+		{"ip.src", "2001:db8:2::1", time.Hour}, // its /64 is inside the /32
+	} {
+		f.ban(t, b.name, b.value, mitigation.ActionFirewall, b.ttl)
+	}
+	f.poll(t)
+	f.checkSets(t, map[string][]string{
+		"v4":    {"10.3.3.4"},
+		"v4net": {"10.0.0.0/16", "10.1.0.0/16", "10.2.0.0-10.255.255.255", "192.0.2.0/24"},
+		"v6net": {"2001:db8::/32"},
+	})
+	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 0 {
+		t.Errorf("push errors = %v, want 0", n)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.reconcile(t)
+	f.ban(t, "ip.src", "192.0.2.1", mitigation.ActionFirewall, 1500*time.Millisecond)
+	f.ban(t, "ip.src.prefix", "198.51.100.0/24", mitigation.ActionFirewall, 1500*time.Millisecond)
+	f.ban(t, "ip.src", "192.0.2.2", mitigation.ActionFirewall, time.Hour)
+	f.poll(t)
+	f.checkSets(t, map[string][]string{"v4": {"192.0.2.1", "192.0.2.2"}, "v4net": {"198.51.100.0/24"}})
+	time.Sleep(2500 * time.Millisecond)
+	// The kernel expired the elements on its own ...
+	f.checkSets(t, map[string][]string{"v4": {"192.0.2.2"}})
+	// ... and the store's expiry is no push error.
+	f.store.Expire(time.Now())
+	f.poll(t)
+	f.reconcile(t)
+	f.checkSets(t, map[string][]string{"v4": {"192.0.2.2"}})
+	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 0 {
+		t.Errorf("push errors = %v, want 0", n)
+	}
+	// The expired range can come back.
+	f.ban(t, "ip.src.prefix", "198.51.100.0/24", mitigation.ActionFirewall, time.Hour)
+	f.poll(t)
+	f.checkSets(t, map[string][]string{"v4": {"192.0.2.2"}, "v4net": {"198.51.100.0/24"}})
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -265,4 +264,4 @@ func (ns *netns) counter(t testing.TB, table, chain, set string) int {
 	return 0
 }
 
-var _ = netip.Addr{}
+

@@ -42,6 +42,7 @@ type Pusher struct {
 	cursor  uint64            // of the change feed
 	have    state             // what the kernel holds, as far as the pusher knows
 
+	reconciled    bool // once: the first reconcile creates and fills, it repairs nothing
 	needReconcile bool
 	retryAt       time.Time     // earliest retry of a failed reconcile
 	backoff       time.Duration // between failed reconciles
@@ -138,7 +139,7 @@ func (p *Pusher) Reconcile(now time.Time) error {
 		p.met.reconciles.WithLabelValues(resultError).Inc()
 		return fmt.Errorf("nftables: reconcile: %w", err)
 	}
-	if repaired {
+	if repaired && p.reconciled {
 		p.log.Warn("table, set, chain or rule was missing or altered; recreated")
 	}
 	p.resync(now)
@@ -170,14 +171,20 @@ func (p *Pusher) Reconcile(now time.Time) error {
 				dels++
 			}
 		}
-		p.log.Warn("kernel sets differ from the store; repairing", "missing", adds, "extra", dels, "changed", len(ops)-adds-dels)
+		lvl := slog.LevelWarn
+		if !p.reconciled {
+			lvl = slog.LevelInfo
+		}
+		p.log.Log(context.Background(), lvl, "kernel sets differ from the store; pushing", "missing", adds, "extra", dels, "changed", len(ops)-adds-dels)
 		repaired = true
 	}
 	if err := p.apply(ops, now); err != nil {
 		p.met.reconciles.WithLabelValues(resultError).Inc()
 		return fmt.Errorf("nftables: reconcile: %w", err)
 	}
-	if repaired {
+	first := !p.reconciled
+	p.reconciled = true
+	if repaired && !first {
 		p.met.reconciles.WithLabelValues(resultRepaired).Inc()
 	} else {
 		p.met.reconciles.WithLabelValues(resultOK).Inc()
