@@ -263,5 +263,3 @@ func (ns *netns) counter(t testing.TB, table, chain, set string) int {
 	t.Fatalf("no rule on @%s in chain %s:\n%s", set, chain, out)
 	return 0
 }
-
-
