@@ -229,16 +229,18 @@ func (mc *multiContains) match(s string, fold bool) bool {
 		}
 		return false
 	}
-	for end := m; end <= len(s); {
-		sh := mc.shift[blockHash(s[end-2], s[end-1])]
+	shift := &mc.shift
+	// i is the start of the 2-byte block that ends the current window.
+	for i := m - 2; i+1 < len(s); {
+		sh := shift[blockHash(s[i], s[i+1])]
 		if sh > 0 {
-			end += int(sh)
+			i += int(sh)
 			continue
 		}
-		if mc.candidate(s, end-m, fold) {
+		if mc.candidate(s, i+2-m, fold) {
 			return true
 		}
-		end++
+		i++
 	}
 	return false
 }
