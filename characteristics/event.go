@@ -33,7 +33,9 @@ type Field struct {
 	Name, Value string
 }
 
-// TLS holds the fingerprints of the connection that carried a request.
+// TLS holds the fingerprints of the connection that carried a request. JA3
+// and JA3N hold the MD5 hashes (what nginx modules log as $ssl_ja3_hash and
+// what the sniffer joins), JA4 the JA4 string.
 type TLS struct {
 	SNI, ALPN, JA3, JA3N, JA4 string
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ func (d *daemon) adminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /v1/status", d.auth(d.status))
+	mux.HandleFunc("GET /debug/pprof/", d.auth(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", d.auth(pprof.Profile))
+	mux.HandleFunc("GET /debug/pprof/trace", d.auth(pprof.Trace))
 	mux.HandleFunc("GET /v1/mitigations", d.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, d.store.List(time.Now()))
 	}))
