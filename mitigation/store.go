@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/guardd/guardd/characteristics"
@@ -438,23 +440,51 @@ func (s *Store) Changes(since uint64) (added, deleted []Mitigation, cursor uint6
 type Shape struct {
 	Names           []string // canonical, in scope order
 	Characteristics []characteristics.Characteristic
+	prefixes        [][]byte // per name: its uvarint length and the name, as Key hashes them
 }
 
-// Key computes the key of e's values for this shape, using buf as scratch
-// (returned, possibly grown, for reuse). ok is false when e lacks one of the
-// characteristics: no scope holds an empty value. It does not allocate once
-// buf is large enough.
+// NewShape parses a list of characteristic names into a Shape.
+func NewShape(names []string) (Shape, error) {
+	sh := Shape{Names: make([]string, len(names))}
+	for i, n := range names {
+		c, err := characteristics.Parse(n)
+		if err != nil {
+			return Shape{}, fmt.Errorf("mitigation: shape: %w", err)
+		}
+		sh.Names[i] = c.String()
+		sh.Characteristics = append(sh.Characteristics, c)
+		sh.prefixes = append(sh.prefixes, binary.AppendUvarint(nil, uint64(len(sh.Names[i]))))
+		sh.prefixes[i] = append(sh.prefixes[i], sh.Names[i]...)
+	}
+	return sh, nil
+}
+
+// Key computes the key of e's values for this shape (equal to Scope.Key of
+// the same pairs), using buf as scratch; buf is returned, possibly grown, for
+// reuse. ok is false when e lacks one of the characteristics: no scope holds
+// an empty value. It does not allocate once buf is large enough: the canonical
+// bytes are laid out in buf and hashed once.
 func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte, ok bool) {
-	var h Hasher
-	h.Reset()
+	if len(sh.prefixes) != len(sh.Characteristics) {
+		return 0, buf, false // not made by NewShape
+	}
+	buf = buf[:0]
 	for i, c := range sh.Characteristics {
-		buf = c.AppendValue(buf[:0], e)
-		if len(buf) == 0 {
+		buf = append(buf, sh.prefixes[i]...)
+		start := len(buf)
+		buf = c.AppendValue(buf, e)
+		n := len(buf) - start
+		if n == 0 {
 			return 0, buf, false
 		}
-		h.Write(sh.Names[i], buf)
+		// Put the value's length in front of it.
+		var lb [binary.MaxVarintLen64]byte
+		k := binary.PutUvarint(lb[:], uint64(n))
+		buf = append(buf, lb[:k]...)
+		copy(buf[start+k:], buf[start:start+n])
+		copy(buf[start:], lb[:k])
 	}
-	return h.Sum64(), buf, true
+	return xxhash.Sum64(buf), buf, true
 }
 
 // Shapes returns the distinct shapes of the scopes held, sorted by names. The
@@ -571,16 +601,11 @@ func (s *Store) shapeRefLocked(sc Scope, d int) {
 	}
 	// The set changed: publish a new list, leaving the old one to its readers.
 	list := make([]Shape, 0, len(s.shapeRefs))
-next:
 	for k := range s.shapeRefs {
-		sh := Shape{Names: strings.Split(k, "\x00")}
-		for _, n := range sh.Names {
-			c, err := characteristics.Parse(n)
-			if err != nil { // cannot happen: held scopes are canonical
-				s.log.Error("mitigation: held scope name does not parse", "name", n, "err", err)
-				continue next
-			}
-			sh.Characteristics = append(sh.Characteristics, c)
+		sh, err := NewShape(strings.Split(k, "\x00"))
+		if err != nil { // cannot happen: held scopes are canonical
+			s.log.Error("mitigation: held scope names do not parse", "err", err)
+			continue
 		}
 		list = append(list, sh)
 	}

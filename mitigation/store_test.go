@@ -344,6 +344,9 @@ func TestShapes(t *testing.T) {
 	if _, _, ok := s.Shapes()[0].Key(&characteristics.Event{Path: "/login"}, buf); ok {
 		t.Error("Shape.Key ok for an event without the cookie")
 	}
+	if _, _, ok := (Shape{Names: []string{"ip.src"}, Characteristics: []characteristics.Characteristic{characteristics.MustParse("ip.src")}}).Key(ev, buf); ok {
+		t.Error("Shape.Key ok for a shape not made by NewShape")
+	}
 	s.Delete(b.ID)
 	s.Delete(c.ID)
 	if got := s.Shapes(); len(got) != 0 {
@@ -351,6 +354,36 @@ func TestShapes(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = s.Shapes() }); n != 0 {
 		t.Errorf("Shapes allocates %v", n)
+	}
+}
+
+func TestShapeKey(t *testing.T) {
+	long := strings.Repeat("v", 200) // a two-byte length
+	ev := &characteristics.Event{IP: netip.MustParseAddr("2001:db8::7"), Path: "/" + long, Status: 401,
+		Headers: []characteristics.Field{{Name: "x-api-key", Value: "k"}}}
+	for _, tc := range []struct {
+		names []string
+		scope Scope
+	}{
+		{[]string{"ip.src"}, Scope{{"ip.src", "2001:db8::7"}}},
+		{[]string{"http.path", "ip.src"}, Scope{{"http.path", "/" + long}, {"ip.src", "2001:db8::7"}}},
+		{[]string{`http.headers["X-Api-Key"]`, "http.status"}, Scope{{`http.headers["x-api-key"]`, "k"}, {"http.status", "401"}}},
+	} {
+		t.Run(strings.Join(tc.names, ","), func(t *testing.T) {
+			sh, err := NewShape(tc.names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, buf := range [][]byte{nil, make([]byte, 0, 4), make([]byte, 0, 1024)} {
+				k, _, ok := sh.Key(ev, buf)
+				if !ok || k != tc.scope.Key() {
+					t.Errorf("Key = %#x %v, want %#x (Scope.Key of %s)", k, ok, tc.scope.Key(), tc.scope)
+				}
+			}
+		})
+	}
+	if _, err := NewShape([]string{"ip.dst"}); err == nil {
+		t.Error("NewShape of an unknown name: no error")
 	}
 }
 
