@@ -166,7 +166,7 @@ func TestDesired(t *testing.T) {
 			mit(1, fw, "ip.src", "2001:db8::1", time.Hour),
 			mit(2, fw, "ip.src", "2001:db8::2", 2*time.Hour),
 			mit(3, fw, "ip.src", "2001:db8:0:1::2", 2*time.Hour),
-		}, []string{"v6net 2001:db8::/64 @120", "v6net 2001:db8:0:1::/64 @120"}},
+		}, []string{"v6net 2001:db8::/63 @120"}}, // adjacent /64s of one expiry merge
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			targets := map[uint64]target{}

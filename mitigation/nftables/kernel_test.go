@@ -1,6 +1,8 @@
 package nftables
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -302,4 +304,52 @@ func TestExpiry(t *testing.T) {
 	f.ban(t, "ip.src.prefix", "198.51.100.0/24", mitigation.ActionFirewall, time.Hour)
 	f.poll(t)
 	f.checkSets(t, map[string][]string{"v4": {"192.0.2.2"}, "v4net": {"198.51.100.0/24"}})
+}
+
+func TestSetsOnly(t *testing.T) {
+	f := newFixture(t, Config{Table: "filter", SetsOnly: true, SetPrefix: "guardd_"})
+	f.ns.run(t, "nft", "-f", "testdata/sets-only.nft")
+	f.ns.addAddrs(t, "198.51.100.1", "198.51.100.7", "198.51.100.8")
+	f.ban(t, "ip.src", "198.51.100.7", mitigation.ActionFirewall, time.Hour)
+	f.reconcile(t)
+	if got := f.ns.elements(t, "filter", "guardd_v4"); !slices.Equal(got, []string{"198.51.100.7"}) {
+		t.Errorf("guardd_v4 = %q", got)
+	}
+	if out := f.ns.run(t, "nft", "list", "chains"); strings.Count(out, "chain ") != 1 {
+		t.Errorf("sets-only mode created a chain:\n%s", out)
+	}
+	if f.ns.reaches(t, "198.51.100.7", "198.51.100.1") {
+		t.Error("banned source reaches through the operator's rule")
+	}
+	if !f.ns.reaches(t, "198.51.100.8", "198.51.100.1") {
+		t.Error("other source dropped")
+	}
+	if n := f.ns.counter(t, "filter", "input", "guardd_v4"); n != 1 {
+		t.Errorf("operator's rule counted %d packets, want 1", n)
+	}
+}
+
+func TestRun(t *testing.T) {
+	f := newFixture(t, Config{PollInterval: 10 * time.Millisecond})
+	f.ban(t, "ip.src", "192.0.2.1", mitigation.ActionFirewall, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.p.Run(ctx) }()
+	f.ban(t, "ip.src", "192.0.2.2", mitigation.ActionFirewall, time.Hour)
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Equal(f.ns.elements(t, "guardd", "v4"), []string{"192.0.2.1", "192.0.2.2"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("v4 = %q after 5 s", f.ns.elements(t, "guardd", "v4"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	f.p.Close()
+	f.p.Close()
+	if err := f.p.Run(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Run after Close = %v, want ErrClosed", err)
+	}
 }
