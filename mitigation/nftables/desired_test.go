@@ -239,10 +239,10 @@ func TestDiff(t *testing.T) {
 	c := span{lo: netip.MustParseAddr("192.0.2.3")}
 	d := span{lo: netip.MustParseAddr("192.0.2.4")}
 	want, have := newState(), newState()
-	want[setV4][a] = elem{exp: t0.Add(time.Hour)}    // missing
+	want[setV4][a] = elem{exp: t0.Add(time.Hour)}     // missing
 	want[setV4][b] = elem{exp: t0.Add(2 * time.Hour)} // extended
 	have[setV4][b] = elem{exp: t0.Add(time.Hour)}
-	have[setV4][c] = elem{exp: t0.Add(time.Hour)}   // extra
+	have[setV4][c] = elem{exp: t0.Add(time.Hour)}    // extra
 	have[setV4][d] = elem{exp: t0.Add(-time.Second)} // expired in the kernel
 	ops := diff(want, have, t0)
 	var got []string
