@@ -33,15 +33,16 @@ ours=$(grep -c -E '"proto":"(tls|quic)"' "$tmp/guardd.json" || true)
 
 if command -v tshark >/dev/null; then
 	t tshark tshark -o tcp.reassemble_out_of_order:TRUE -d tcp.port==14433,tls -r "$tmp/big.pcap" -Y 'tls.handshake.type==1' \
-		-T fields -e tls.handshake.ja3 >"$tmp/tshark.txt" 2>"$tmp/tshark.err" || true
+		-T fields -e frame.number -e tls.handshake.ja3 >"$tmp/tshark.txt" 2>"$tmp/tshark.err" || true
 	grep -v '^Running as' "$tmp/tshark.err" | tail -1
 	theirs=$(grep -c . "$tmp/tshark.txt" || true)
-	# Same multiset of JA3 hashes?
-	grep -o -E '"proto":"(tls|quic)".*"ja3_hash":"[0-9a-f]*"' "$tmp/guardd.json" | grep -o -E '"ja3_hash":"[0-9a-f]*"' |
-		cut -d'"' -f4 | sort | uniq -c >"$tmp/ours.count"
-	sort "$tmp/tshark.txt" | uniq -c >"$tmp/theirs.count"
-	if cmp -s "$tmp/ours.count" "$tmp/theirs.count"; then same=yes; else same=NO; fi
-	echo "handshakes: guardd $ours, tshark $theirs, same JA3 multiset: $same"
+	# Same frames and JA3 hashes?
+	grep -E '"proto":"(tls|quic)"' "$tmp/guardd.json" |
+		sed -E 's/.*"frame":([0-9]+).*"ja3_hash":"([0-9a-f]*)".*/\1\t\2/' | sort >"$tmp/ours.txt"
+	sort "$tmp/tshark.txt" >"$tmp/theirs.txt"
+	if cmp -s "$tmp/ours.txt" "$tmp/theirs.txt"; then same=yes; else same=NO; fi
+	echo "handshakes: guardd $ours, tshark $theirs, same frames and JA3: $same"
+	diff "$tmp/theirs.txt" "$tmp/ours.txt" | head -5 || true
 else
 	echo "handshakes: guardd $ours (tshark not installed)"
 fi
