@@ -127,6 +127,7 @@ type Sniffer struct {
 	// current packet, for the records it completes
 	frame int
 	now   time.Time
+	nowNS int64
 
 	rec Record
 	ch  tlsfp.ClientHello
@@ -163,10 +164,15 @@ const (
 // records it completes. p.Data is not retained.
 func (s *Sniffer) HandlePacket(p *capture.Packet) {
 	s.stats.Packets++
-	s.frame, s.now = p.Frame, p.Time
-	if p.Time.Sub(s.lastSweep) >= sweepEvery || p.Time.Before(s.lastSweep) {
-		s.lastSweep = p.Time
-		s.Flush(p.Time)
+	s.frame = p.Frame
+	// A record without a time (a pcapng SPB at the start of a file) keeps
+	// the previous packet's: flow ages stay monotonic and in range.
+	if !p.Time.IsZero() {
+		s.now, s.nowNS = p.Time, p.Time.UnixNano()
+		if p.Time.Sub(s.lastSweep) >= sweepEvery || p.Time.Before(s.lastSweep) {
+			s.lastSweep = p.Time
+			s.Flush(p.Time)
+		}
 	}
 	dp := &s.pkt
 	if err := s.dec.Decode(p.Data, p.LinkType, dp); err != nil {
@@ -231,7 +237,7 @@ func (s *Sniffer) handleTCP(dp *decap.Packet) {
 		// A new connection on a 4-tuple we saw end (or a new ISN).
 		s.ft.reset(f)
 	}
-	f.last = s.now.UnixNano()
+	f.last = s.nowNS
 	s.ft.touch(f)
 	if syn && !f.syn[side] {
 		f.syn[side] = true
@@ -350,7 +356,7 @@ func (s *Sniffer) handleUDP(dp *decap.Packet) {
 		if f == nil {
 			f = s.ft.insert(key)
 		}
-		f.last = s.now.UnixNano()
+		f.last = s.nowNS
 		s.ft.touch(f)
 		if f.done {
 			return

@@ -296,3 +296,24 @@ func BenchmarkFlood(b *testing.B) {
 		})
 	}
 }
+
+// TestZeroTime: records without a time (pcapng SPBs) neither break flow ages
+// nor expire flows.
+func TestZeroTime(t *testing.T) {
+	var got []Record
+	s, err := New(Config{}, func(r *Record) { got = append(got, *r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := clientHello(t, "example.test")
+	for i, d := range [][]byte{tcpFrame(t, cli, srv, fSYN, 1, nil), tcpFrame(t, cli, srv, fPSH, 2, hello[:40]), tcpFrame(t, cli, srv, fPSH, 42, hello[40:])} {
+		at := time.Time{}
+		if i == 1 {
+			at = epoch
+		}
+		s.HandlePacket(&capture.Packet{Frame: i + 1, Time: at, LinkType: layers.LinkTypeEthernet, Data: d})
+	}
+	if len(got) != 1 || got[0].Frame != 3 || s.Stats().FlowsExpired != 0 {
+		t.Fatalf("got %+v, stats %+v", got, s.Stats())
+	}
+}
