@@ -21,6 +21,7 @@ type ruleEval struct {
 	rule               *Rule
 	count, mitigate    *predicate // nil: evaluate through OPA
 	countQ, mitigateQ  *rego.PreparedEvalQuery
+	timeout            time.Duration // deadline of one OPA evaluation
 	fallbacks          prometheus.Counter
 	timeouts, failures prometheus.Counter
 }
@@ -88,6 +89,7 @@ func newSet(c *ast.Compiler, evals []*ruleEval, opts Options) (*Set, error) {
 		s.timeout = defaultEvalTimeout
 	}
 	for _, re := range evals {
+		re.timeout = s.timeout
 		s.add(re)
 	}
 	return s, nil
@@ -212,7 +214,7 @@ func (s *Set) fallback(re *ruleEval, q *rego.PreparedEvalQuery, e *characteristi
 		}
 		m.input = v
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), re.timeout)
 	defer cancel()
 	rs, err := q.Eval(ctx, rego.EvalParsedInput(m.input))
 	if err != nil {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -81,5 +82,55 @@ func TestFallbackErrorsCountFalse(t *testing.T) {
 				t.Errorf("after reload, fallback counter = %v, want 6", got)
 			}
 		})
+	}
+}
+
+// TestEvalConcurrent runs Eval from several goroutines, each with its own
+// Matches, over native and fallback rules; run with -race.
+func TestEvalConcurrent(t *testing.T) {
+	b, err := Builtin(Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := LoadDir("testdata/good", Options{Logger: slog.New(slog.DiscardHandler), EvalTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Merge(b, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reference results, computed sequentially.
+	events := make([]characteristics.Event, 200)
+	gen := newEventGen(9)
+	want := make([]Matches, len(events))
+	for i := range events {
+		gen.next(&events[i])
+		events[i] = events[i].Clone()
+		s.Eval(&events[i], &want[i])
+		want[i].count = append([]uint64(nil), want[i].count...)
+		want[i].mitigate = append([]uint64(nil), want[i].mitigate...)
+	}
+	done := make(chan error)
+	for w := range 4 {
+		go func() {
+			var m Matches
+			for k := range 3 * len(events) {
+				i := (k*7 + w) % len(events)
+				s.Eval(&events[i], &m)
+				for r := range s.Rules() {
+					if m.Count(r) != want[i].Count(r) || m.Mitigate(r) != want[i].Mitigate(r) {
+						done <- fmt.Errorf("worker %d event %d rule %s: differs from the sequential result", w, i, s.Rules()[r].Name)
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }
