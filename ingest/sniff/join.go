@@ -36,9 +36,9 @@ type joinEntry struct {
 	updated    time.Time
 	prev, next *joinEntry
 
-	hasTLS              bool
-	tlsTime             time.Time
-	sni, ja3, ja3n, ja4 string
+	hasTLS                    bool
+	tlsTime                   time.Time
+	sni, alpn, ja3, ja3n, ja4 string
 
 	reqs []joinRequest
 }
@@ -87,7 +87,7 @@ func (j *Join) Put(r *Record) {
 		// belonged to an earlier connection on the same port.
 		if !e.hasTLS || r.Time.Sub(e.tlsTime) > j.ttl {
 			e.hasTLS, e.tlsTime = true, r.Time
-			e.sni, e.ja3, e.ja3n, e.ja4 = r.SNI, r.JA3Hash, r.JA3NHash, r.JA4
+			e.sni, e.alpn, e.ja3, e.ja3n, e.ja4 = r.SNI, r.ALPN, r.JA3Hash, r.JA3NHash, r.JA4
 		}
 	case ProtoHTTP:
 		if len(e.reqs) == maxPendingRequests {
@@ -98,7 +98,7 @@ func (j *Join) Put(r *Record) {
 	}
 }
 
-// Enrich sets ev.TLS.{SNI,JA3,JA3N,JA4} (JA3 and JA3N as their MD5 hashes)
+// Enrich sets ev.TLS.{SNI,ALPN,JA3,JA3N,JA4} (JA3 and JA3N as their MD5 hashes)
 // from the TLS or QUIC fingerprint of ev's connection (ev.IP, ev.Port), and
 // ev.JA4H from the oldest unmatched HTTP request of that connection with ev's
 // method and path, when they were seen within ttl of ev.Time. A matched request
@@ -116,7 +116,7 @@ func (j *Join) Enrich(ev *characteristics.Event) bool {
 	}
 	set := false
 	if e.hasTLS && within(ev.Time, e.tlsTime, j.ttl) {
-		ev.TLS.SNI, ev.TLS.JA3, ev.TLS.JA3N, ev.TLS.JA4 = e.sni, e.ja3, e.ja3n, e.ja4
+		ev.TLS.SNI, ev.TLS.ALPN, ev.TLS.JA3, ev.TLS.JA3N, ev.TLS.JA4 = e.sni, e.alpn, e.ja3, e.ja3n, e.ja4
 		set = true
 	}
 	for i := range e.reqs {

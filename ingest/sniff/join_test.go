@@ -14,7 +14,7 @@ func TestJoin(t *testing.T) {
 	ip := netip.MustParseAddr("192.0.2.7")
 	mapped := netip.MustParseAddr("::ffff:192.0.2.7")
 	tlsRec := &Record{Proto: ProtoTLS, Time: epoch, Src: ip, SrcPort: 5555,
-		Fingerprint: tlsfp.Fingerprint{SNI: "example.test", JA3Hash: "j3", JA3NHash: "j3n", JA4: "t13d"}}
+		Fingerprint: tlsfp.Fingerprint{SNI: "example.test", ALPN: "h2", JA3Hash: "j3", JA3NHash: "j3n", JA4: "t13d"}}
 	hrr := &Record{Proto: ProtoTLS, Time: epoch.Add(time.Millisecond), Src: ip, SrcPort: 5555,
 		Fingerprint: tlsfp.Fingerprint{SNI: "example.test", JA3Hash: "second", JA4: "second"}}
 	req := func(method, path, ja4h string, at time.Duration) *Record {
@@ -47,7 +47,7 @@ func TestJoin(t *testing.T) {
 			if ok := j.Enrich(&ev); ok != tc.ok || ev.TLS.JA4 != tc.ja4 || ev.JA4H != tc.ja4h {
 				t.Errorf("Enrich = %v, ja4 %q ja4h %q; want %v, %q, %q", ok, ev.TLS.JA4, ev.JA4H, tc.ok, tc.ja4, tc.ja4h)
 			}
-			if tc.ok && (ev.TLS.SNI != "example.test" || ev.TLS.JA3 != "j3" || ev.TLS.JA3N != "j3n") {
+			if tc.ok && (ev.TLS.SNI != "example.test" || ev.TLS.ALPN != "h2" || ev.TLS.JA3 != "j3" || ev.TLS.JA3N != "j3n") {
 				t.Errorf("TLS = %+v", ev.TLS)
 			}
 		})

@@ -169,7 +169,9 @@ func (s *Sniffer) HandlePacket(p *capture.Packet) {
 	// the previous packet's: flow ages stay monotonic and in range.
 	if !p.Time.IsZero() {
 		s.now, s.nowNS = p.Time, p.Time.UnixNano()
-		if p.Time.Sub(s.lastSweep) >= sweepEvery || p.Time.Before(s.lastSweep) {
+		if s.lastSweep.IsZero() {
+			s.lastSweep = p.Time
+		} else if p.Time.Sub(s.lastSweep) >= sweepEvery || p.Time.Before(s.lastSweep) {
 			s.lastSweep = p.Time
 			s.Flush(p.Time)
 		}
