@@ -316,8 +316,3 @@ func (s *Server) toDecision(m *mitigation.Mitigation) (decision, bool) {
 	}
 	return d, true
 }
-
-// same reports whether a bouncer holding a needs no update to hold b.
-func same(a, b *decision) bool {
-	return a.id == b.id && a.typ == b.typ && a.expires.Equal(b.expires) && a.rule == b.rule && a.origin == b.origin
-}

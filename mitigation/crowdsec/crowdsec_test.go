@@ -504,3 +504,19 @@ func FuzzServe(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendDuration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ds := []time.Duration{0, 1, -1, time.Second, -time.Second, time.Minute, time.Hour, 3*time.Hour + 54*time.Minute + 46438767027, 1<<63 - 1, -1 << 63, 999 * time.Millisecond, 61 * time.Second}
+	for range 10000 {
+		ds = append(ds, time.Duration(rng.Int64N(1<<50)-1<<49))
+	}
+	for _, d := range ds {
+		if got := string(appendDuration(nil, d)); got != d.String() {
+			t.Fatalf("appendDuration(%d) = %q, want %q", int64(d), got, d.String())
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { appendDuration(make([]byte, 0, 64)[:0], time.Hour+time.Nanosecond) }); n > 1 {
+		t.Errorf("allocs = %v", n)
+	}
+}

@@ -1,10 +1,12 @@
 package crowdsec
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -191,8 +193,28 @@ func (s *Server) syncLocked(now time.Time) {
 // bouncer is what one bouncer holds, as far as the server told it.
 type bouncer struct {
 	cursor   uint64
-	held     map[string]decision
+	held     map[string]sent
 	lastPull time.Time
+}
+
+// sent is what a bouncer was told about one value: small, because a bouncer
+// of a large table holds one per value.
+type sent struct {
+	id           uint64
+	expires      int64 // Unix nanoseconds
+	typ          uint8
+	rng          bool
+	rule, origin string
+}
+
+func (d *decision) sent() sent {
+	return sent{id: d.id, expires: d.expires.UnixNano(), typ: d.typ, rng: d.rng, rule: d.rule, origin: d.origin}
+}
+
+// item is one decision of an answer.
+type item struct {
+	value string
+	sent
 }
 
 // streamLocked answers one poll of bouncer name.
@@ -220,31 +242,32 @@ func (s *Server) streamLocked(name string, q map[string][]string, now time.Time)
 	}
 	fresh := startup || b.held == nil
 	if fresh {
-		b.held = make(map[string]decision, len(s.view.byValue))
+		b.held = make(map[string]sent, len(s.view.byValue))
 	}
-	var added, deleted []decision
+	var added, deleted []item
 	diff := func(val string) {
-		var cur *decision
+		var cur sent
+		ok := false
 		if st := s.view.byValue[val]; st != nil {
-			if w, ok := st.winner(now); ok && f.match(w) {
-				cur = w
+			if w, won := st.winner(now); won && f.match(w) {
+				cur, ok = w.sent(), true
 			}
 		}
 		h, had := b.held[val]
 		switch {
-		case cur == nil && had:
-			deleted = append(deleted, h)
+		case !ok && had:
+			deleted = append(deleted, item{val, h})
 			delete(b.held, val)
-		case cur != nil && !had:
-			added = append(added, *cur)
-			b.held[val] = *cur
-		case cur != nil && had && !same(&h, cur):
+		case ok && !had:
+			added = append(added, item{val, cur})
+			b.held[val] = cur
+		case ok && had && h != cur:
 			// Deleted first, then new: bouncers apply deleted before new,
 			// and a firewall set does not extend an element's timeout when
 			// the element is added again.
-			deleted = append(deleted, h)
-			added = append(added, *cur)
-			b.held[val] = *cur
+			deleted = append(deleted, item{val, h})
+			added = append(added, item{val, cur})
+			b.held[val] = cur
 		}
 	}
 	if changed, ok := s.view.changedSince(b.cursor); ok && !fresh {
@@ -285,12 +308,12 @@ func (s *Server) evictBouncerLocked() {
 	delete(s.bouncers, oldest)
 }
 
-func sortDecisions(ds []decision) {
-	sort.Slice(ds, func(i, j int) bool {
-		if ds[i].id != ds[j].id {
-			return ds[i].id < ds[j].id
+func sortDecisions(ds []item) {
+	slices.SortFunc(ds, func(a, b item) int {
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
 		}
-		return ds[i].value < ds[j].value
+		return strings.Compare(a.value, b.value)
 	})
 }
 
@@ -346,14 +369,14 @@ func (s *Server) queryLocked(q map[string][]string, now time.Time) ([]byte, erro
 	default:
 		return nil, fmt.Errorf("want ip=, range=, or scope= and value=")
 	}
-	var out []decision
+	var out []item
 	add := func(val string) {
 		st := s.view.byValue[val]
 		if st == nil {
 			return
 		}
 		if w, ok := st.winner(now); ok && (typ == "" || typ == typeNames[w.typ]) {
-			out = append(out, *w)
+			out = append(out, item{val, w.sent()})
 		}
 	}
 	if contains {
@@ -400,18 +423,19 @@ func equalFold(a, b string) bool {
 
 // appendDecisions writes ds in CrowdSec's models.Decision shape, members in
 // the order CrowdSec writes them, or null for none.
-func appendDecisions(b []byte, ds []decision, now time.Time) []byte {
+func appendDecisions(b []byte, ds []item, now time.Time) []byte {
 	if len(ds) == 0 {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
+	nowNano := now.UnixNano()
 	for i := range ds {
 		d := &ds[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"duration":"`...)
-		b = append(b, d.expires.Sub(now).String()...)
+		b = appendDuration(b, time.Duration(d.expires-nowNano))
 		b = append(b, `","id":`...)
 		b = strconv.AppendUint(b, d.id, 10)
 		b = append(b, `,"origin":`...)
@@ -469,4 +493,80 @@ func (s *Server) Len() int {
 	defer s.mu.Unlock()
 	s.syncLocked(s.now())
 	return len(s.view.byValue)
+}
+
+// appendDuration appends d as time.Duration.String writes it, the form
+// CrowdSec sends ("3h54m46.438767027s"), without allocating.
+func appendDuration(b []byte, d time.Duration) []byte {
+	var buf [32]byte
+	// Duration.String allocates; the format is reproduced by hand for the
+	// common cases and delegated for the rest.
+	if d < time.Second && d > -time.Second {
+		return append(b, d.String()...)
+	}
+	w := len(buf)
+	u := uint64(d)
+	neg := d < 0
+	if neg {
+		u = -u
+	}
+	w--
+	buf[w] = 's'
+	w, u = fmtFrac(buf[:w], u, 9)
+	w = fmtInt(buf[:w], u%60)
+	u /= 60
+	if u > 0 {
+		w--
+		buf[w] = 'm'
+		w = fmtInt(buf[:w], u%60)
+		u /= 60
+		if u > 0 {
+			w--
+			buf[w] = 'h'
+			w = fmtInt(buf[:w], u)
+		}
+	}
+	if neg {
+		w--
+		buf[w] = '-'
+	}
+	return append(b, buf[w:]...)
+}
+
+// fmtFrac formats the fraction of v/10**prec (e.g., ".12345") into the tail
+// of buf, omitting trailing zeros and the point when the fraction is 0. It
+// returns the index where the output begins and v/10**prec.
+func fmtFrac(buf []byte, v uint64, prec int) (int, uint64) {
+	w := len(buf)
+	print := false
+	for range prec {
+		digit := v % 10
+		print = print || digit != 0
+		if print {
+			w--
+			buf[w] = byte(digit) + '0'
+		}
+		v /= 10
+	}
+	if print {
+		w--
+		buf[w] = '.'
+	}
+	return w, v
+}
+
+// fmtInt formats v into the tail of buf and returns where it begins.
+func fmtInt(buf []byte, v uint64) int {
+	w := len(buf)
+	if v == 0 {
+		w--
+		buf[w] = '0'
+	} else {
+		for v > 0 {
+			w--
+			buf[w] = byte(v%10) + '0'
+			v /= 10
+		}
+	}
+	return w
 }
