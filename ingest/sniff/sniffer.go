@@ -274,6 +274,8 @@ func (s *Sniffer) tcpData(f *flow, side int, dp *decap.Packet) {
 			d.base = seq
 		}
 		d.next = d.base
+	} else if d.st.state == stDone {
+		return // this direction is neither hello nor request: do not buffer it
 	}
 	seq := dp.Seq
 	if dp.TCPFlags&tcpSYN != 0 {
