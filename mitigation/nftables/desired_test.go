@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
+
 	"github.com/guardd/guardd/mitigation"
 )
 
@@ -257,5 +259,36 @@ func TestDiff(t *testing.T) {
 	}
 	if _, ok := have[setV4][d]; ok {
 		t.Error("expired element kept in have")
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	var els []nftables.SetElement
+	for i := range 6000 {
+		p := benchPrefix(i)
+		els = append(els,
+			nftables.SetElement{Key: p.Addr().AsSlice(), Timeout: time.Hour},
+			nftables.SetElement{Key: lastAddr(p).Next().AsSlice(), IntervalEnd: true})
+	}
+	parts := splitList(els)
+	if len(parts) < 2 {
+		t.Fatalf("%d elements in %d part", len(els), len(parts))
+	}
+	var joined []nftables.SetElement
+	for i, part := range parts {
+		size := 0
+		for _, e := range part {
+			size += elementBytes(e)
+		}
+		if size > maxListBytes {
+			t.Errorf("part %d: %d bytes", i, size)
+		}
+		if part[0].IntervalEnd {
+			t.Errorf("part %d starts with an interval end", i)
+		}
+		joined = append(joined, part...)
+	}
+	if len(joined) != len(els) {
+		t.Errorf("parts hold %d elements, want %d", len(joined), len(els))
 	}
 }

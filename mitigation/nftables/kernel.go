@@ -21,6 +21,10 @@ import (
 // comes cannot hang the pusher.
 const netlinkTimeout = 30 * time.Second
 
+// sendBuffer is the netlink send buffer asked for: room for the largest
+// batch (BatchElements at most 65536 IPv6 elements of about 40 bytes).
+const sendBuffer = 4 << 20
+
 // kernel is the netlink side: the table, sets, chains and rules guardd owns.
 type kernel struct {
 	netns   int
@@ -70,7 +74,22 @@ func newKernel(cfg Config) *kernel {
 // for the next one.
 func (k *kernel) conn() (*nftables.Conn, error) {
 	opts := []nftables.ConnOption{nftables.WithSockOptions(func(c *netlink.Conn) error {
-		return c.SetDeadline(time.Now().Add(netlinkTimeout))
+		if err := c.SetDeadline(time.Now().Add(netlinkTimeout)); err != nil {
+			return err
+		}
+		// A batch is sent with one sendmsg, which fails with EMSGSIZE past
+		// the send buffer (net.core.wmem_default, 208 KiB: under 8,192
+		// IPv4 elements). Like nft, force a larger one (CAP_NET_ADMIN);
+		// where that is refused the default stays, and refused batches are
+		// split.
+		rc, err := c.SyscallConn()
+		if err != nil {
+			return nil
+		}
+		rc.Control(func(fd uintptr) {
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBuffer)
+		})
+		return nil
 	})}
 	if k.netns != 0 {
 		opts = append(opts, nftables.WithNetNSFd(k.netns))
@@ -281,20 +300,61 @@ func (k *kernel) send(ops []op, now time.Time) error {
 		}
 	}
 	for i, s := range k.sets {
-		if len(dels[i]) > 0 {
-			if err := c.SetDeleteElements(s, dels[i]); err != nil {
+		for _, part := range splitList(dels[i]) {
+			if err := c.SetDeleteElements(s, part); err != nil {
 				return err
 			}
 		}
 	}
 	for i, s := range k.sets {
-		if len(adds[i]) > 0 {
-			if err := c.SetAddElements(s, adds[i]); err != nil {
+		for _, part := range splitList(adds[i]) {
+			if err := c.SetAddElements(s, part); err != nil {
 				return err
 			}
 		}
 	}
 	return c.Flush()
+}
+
+// maxListBytes bounds the element list of one netlink message. The list is
+// one nested attribute, whose length is 16 bits: github.com/google/nftables
+// v0.3.0 does not check, and a longer list wraps its length, so the kernel
+// silently adds only the first elements (2,340 IPv4 addresses of 2,500 sent
+// get through as 159) or fails the batch. The margin covers rounding.
+const maxListBytes = 65535 - 1024
+
+// elementBytes is the encoded size of e in a list: the nested item header,
+// the key (a nested NFTA_DATA_VALUE), the flags of an interval end and the
+// timeout.
+func elementBytes(e nftables.SetElement) int {
+	n := 4 + 4 + 4 + (len(e.Key)+3)&^3
+	if e.IntervalEnd {
+		n += 8
+	}
+	if e.Timeout > 0 {
+		n += 12
+	}
+	return n
+}
+
+// splitList cuts els into lists that fit one message each.
+func splitList(els []nftables.SetElement) [][]nftables.SetElement {
+	var parts [][]nftables.SetElement
+	start, size := 0, 0
+	for i, e := range els {
+		n := elementBytes(e)
+		// An interval's end stays with its start: a start is cut off
+		// unless its end (36 bytes at most) fits too.
+		if size+n+36 > maxListBytes && i > start && !e.IntervalEnd {
+			parts = append(parts, els[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(els) {
+		parts = append(parts, els[start:])
+	}
+	return parts
 }
 
 // timeoutAt is the element timeout for expiry exp, at least one second (an

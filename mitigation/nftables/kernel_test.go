@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -351,5 +352,41 @@ func TestRun(t *testing.T) {
 	f.p.Close()
 	if err := f.p.Run(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Run after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestBatchLandsWhole sends batches far over one netlink message's 64 KiB
+// element list (see maxListBytes) and over the default socket send buffer,
+// and checks that every element arrived.
+func TestBatchLandsWhole(t *testing.T) {
+	const n = 20000
+	f := newFixture(t, Config{BatchElements: 65536, IPv6Bits: 128})
+	now := time.Now()
+	for i := range n {
+		a := benchAddr(i)
+		a4 := a.As4()
+		a6 := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 8: a4[1], 9: a4[2], 10: a4[3], 15: 1})
+		p := benchPrefix(i)
+		p6 := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb9, 4: a4[1], 5: a4[2], 6: a4[3]}), 56)
+		for _, sc := range []mitigation.Pair{{Name: "ip.src", Value: a.String()}, {Name: "ip.src", Value: a6.String()},
+			{Name: "ip.src.prefix", Value: p.String()}, {Name: "ip.src.prefix", Value: p6.String()}} {
+			if _, _, err := f.store.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionFirewall,
+				Scope: mitigation.Scope{sc}, Expires: now.Add(time.Hour + time.Duration(i)*time.Second)}, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.reconcile(t)
+	st, err := f.p.kern.read(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range numSets {
+		if len(st[i]) != n {
+			t.Errorf("set %s holds %d elements, want %d", setNames[i], len(st[i]), n)
+		}
+	}
+	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 0 {
+		t.Errorf("push errors = %v, want 0", n)
 	}
 }
