@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/types"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/guardd/guardd/characteristics"
@@ -332,7 +334,7 @@ func parseRule(errs *errorList, src *source) *Rule {
 	n := len(*errs)
 	meta := metaReader{errs: errs, src: src, row: ann.Location.Row}
 	custom := ann.Custom
-	for _, k := range slices.Sorted(mapsKeys(custom)) {
+	for _, k := range slices.Sorted(maps.Keys(custom)) {
 		if !slices.Contains(metadataKeys, k) {
 			errs.add(src.file, meta.line(k), "unknown metadata key %q; accepted: %s", k, strings.Join(metadataKeys, ", "))
 		}
@@ -354,16 +356,6 @@ func parseRule(errs *errorList, src *source) *Rule {
 		return nil
 	}
 	return r
-}
-
-func mapsKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // metaReader validates the custom: keys of one annotation.
@@ -554,7 +546,7 @@ func checkTypes(errs *errorList, c *ast.Compiler, r *Rule) {
 	}
 }
 
-func isBoolean(t interface{ String() string }) bool { return t.String() == "boolean" }
+func isBoolean(t types.Type) bool { return types.Compare(t, types.B) == 0 }
 
 // compileSet translates every rule and prepares the fallback queries.
 func compileSet(c *ast.Compiler, rules []*Rule, opts Options) (*Set, error) {

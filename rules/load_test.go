@@ -147,7 +147,7 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := LoadDir("testdata/good", Options{})
+	g, err := LoadDir("testdata/good", Options{EvalTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -305,19 +305,59 @@ func (sig condSig) String() string {
 
 func (tr *translator) body(body ast.Body) ([]cond, []condSig, error) {
 	tr.vars = map[ast.Var]*operand{}
-	var out []cond
-	var sigs []condSig
+	type entry struct {
+		c    cond
+		sig  condSig
+		cost int
+	}
+	var es []entry
 	for _, e := range body {
 		c, sig, err := tr.expr(e)
 		if err != nil {
 			return nil, nil, err
 		}
 		if c != nil {
-			out = append(out, c)
-			sigs = append(sigs, sig)
+			es = append(es, entry{c, sig, tr.cost(e)})
 		}
 	}
+	// Conditions are pure functions of the event, so their order does not
+	// change the result: cheap ones go first, to fail fast.
+	slices.SortStableFunc(es, func(a, b entry) int { return a.cost - b.cost })
+	out := make([]cond, len(es))
+	sigs := make([]condSig, len(es))
+	for i, e := range es {
+		out[i], sigs[i] = e.c, e.sig
+	}
 	return out, sigs, nil
+}
+
+// cost estimates the work of a compiled expression, to order a conjunction.
+func (tr *translator) cost(e *ast.Expr) int {
+	c := 1
+	if e.IsCall() {
+		switch e.Operator().String() {
+		case "internal.member_2", "startswith", "endswith":
+			c = 2
+		case "strings.any_prefix_match", "strings.any_suffix_match":
+			c = 3
+		case "contains":
+			c = 6
+		case "glob.match":
+			c = 10
+		case "regex.match":
+			c = 20
+		}
+	} else if t, ok := e.Terms.(*ast.Term); ok {
+		if ref, ok := t.Value.(ast.Ref); ok && ref.HasPrefix(ast.DefaultRootRef) {
+			c = 5 // a support rule
+		}
+	}
+	for _, u := range tr.used {
+		if u.o.fold != foldNone {
+			c += 2
+		}
+	}
+	return c
 }
 
 // expr compiles one residual expression. A nil cond with a nil error is an
