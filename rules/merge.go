@@ -194,9 +194,11 @@ func newMultiContains(needles []string) *multiContains {
 	return mc
 }
 
+// blockHash indexes the shift table by the low six bits of each byte with
+// ASCII case folded (|0x20): letters and digits get distinct values, and the
+// few punctuation bytes that collide with them only make shifts shorter.
 func blockHash(a, b byte) uint32 {
-	w := (uint32(a) | uint32(b)<<8) | 0x2020
-	return (w * hashMul) >> 20
+	return uint32((a|0x20)&0x3f) | uint32((b|0x20)&0x3f)<<6
 }
 
 func (mc *multiContains) prefixHash(s string, i int) uint16 {
