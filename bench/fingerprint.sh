@@ -32,7 +32,7 @@ cat "$tmp/guardd.err" | tail -1
 ours=$(grep -c -E '"proto":"(tls|quic)"' "$tmp/guardd.json" || true)
 
 if command -v tshark >/dev/null; then
-	t tshark tshark -o tcp.reassemble_out_of_order:TRUE -d tcp.port==14433,tls -r "$tmp/big.pcap" -Y 'tls.handshake.type==1' \
+	t tshark tshark -o tcp.reassemble_out_of_order:TRUE -d tcp.port==14433,tls -d tcp.port==14434,tls -r "$tmp/big.pcap" -Y 'tls.handshake.type==1' \
 		-T fields -e frame.number -e tls.handshake.ja3 >"$tmp/tshark.txt" 2>"$tmp/tshark.err" || true
 	grep -v '^Running as' "$tmp/tshark.err" | tail -1
 	theirs=$(grep -c . "$tmp/tshark.txt" || true)
