@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the ground-truth captures of this directory on 127.0.0.1 (root,
 # tcpdump, openssl, curl, python3, Go). Every server is started here and
-# stopped by its PID. Afterwards: go test ./ingest/sniff -run Golden -update
+# stopped by its PID. Chromium captures are made when chromium is installed.
+# Every run makes new handshakes (new keys, ports, times), so afterwards:
+#   go test ./ingest/sniff -run Golden -update
+#   go test -tags integration ./ingest/sniff -run Tshark   # JA3 against tshark
+# The captures are ours, made here; never add third-party captures.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=$PWD
