@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/guardd/guardd/mitigation/crowdsec"
+)
+
+func init() {
+	register("bouncers", "register, list or delete CrowdSec bouncer API keys", runBouncers)
+}
+
+const bouncersUsage = `usage: guardd bouncers add [--config FILE] [--key-file FILE] NAME
+       guardd bouncers list [--config FILE] [--key-file FILE]
+       guardd bouncers delete [--config FILE] [--key-file FILE] NAME
+
+Manages the API keys of CrowdSec bouncers polling guardd's CrowdSec-compatible
+API. add prints the new key once on stdout (guardd keeps only its SHA-256):
+put it in the bouncer's api_key. The key file is <state_dir>/` + crowdsec.KeyFileName + `
+(state_dir from the configuration's mitigation.state_dir, default ` + defaultStateDir + `);
+a running daemon rereads it at the next poll. Each bouncer instance needs its
+own key: the server remembers what it told each key.
+`
+
+func runBouncers(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "list" && args[0] != "delete") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, bouncersUsage)
+			return 0
+		}
+		fmt.Fprint(stderr, bouncersUsage)
+		return 2
+	}
+	verb := args[0]
+	fl := flag.NewFlagSet("bouncers "+verb, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, bouncersUsage) }
+	configPath := fl.String("config", "", "read mitigation.state_dir from this configuration")
+	keyFile := fl.String("key-file", "", "the key file (default <state_dir>/"+crowdsec.KeyFileName+")")
+	// Flags may come before or after NAME.
+	var pos []string
+	rest := args[1:]
+	for {
+		if err := fl.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fl.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fl.Arg(0))
+		rest = fl.Args()[1:]
+	}
+	wantArgs := 1
+	if verb == "list" {
+		wantArgs = 0
+	}
+	if len(pos) != wantArgs {
+		fmt.Fprint(stderr, bouncersUsage)
+		return 2
+	}
+	path := *keyFile
+	if path == "" {
+		cfg, err := loadConfig(*configPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "guardd bouncers: %v\n", err)
+			return 1
+		}
+		dir := cfg.Mitigation.StateDir
+		if dir == "" {
+			dir = defaultStateDir
+		}
+		path = filepath.Join(dir, crowdsec.KeyFileName)
+	}
+	switch verb {
+	case "add":
+		key, err := crowdsec.AddBouncer(path, pos[0], time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "guardd bouncers add: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, key)
+		fmt.Fprintf(stderr, "API key for bouncer %q above: it is shown only now (%s keeps its hash).\n", pos[0], path)
+	case "delete":
+		ok, err := crowdsec.DeleteBouncer(path, pos[0])
+		if err != nil {
+			fmt.Fprintf(stderr, "guardd bouncers delete: %v\n", err)
+			return 1
+		}
+		if !ok {
+			fmt.Fprintf(stderr, "guardd bouncers delete: no bouncer named %q in %s\n", pos[0], path)
+			return 1
+		}
+		fmt.Fprintf(stdout, "deleted bouncer %q\n", pos[0])
+	case "list":
+		bs, err := crowdsec.ListBouncers(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "guardd bouncers list: %v\n", err)
+			return 1
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCREATED\tKEY SHA-256")
+		for _, b := range bs {
+			fmt.Fprintf(tw, "%s\t%s\t%s…\n", b.Name, b.Created.Format(time.RFC3339), b.SHA256[:12])
+		}
+		tw.Flush()
+	}
+	return 0
+}
