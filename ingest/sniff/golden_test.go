@@ -111,3 +111,30 @@ func BenchmarkReadFile(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "hellos/s")
 }
+
+// TestReadFileTruncated: a file cut inside a packet keeps the records before
+// the cut and says so; a file that is not a capture is an error naming it.
+func TestReadFileTruncated(t *testing.T) {
+	data, err := os.ReadFile("testdata/http.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cut := filepath.Join(dir, "cut.pcap")
+	if err := os.WriteFile(cut, data[:len(data)-10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	st, err := ReadFile(cut, Config{}, func(*Record) { n++ })
+	if err != nil || !st.Truncated || n == 0 {
+		t.Fatalf("ReadFile(cut) = %d records, truncated %v, err %v", n, st.Truncated, err)
+	}
+	bad := filepath.Join(dir, "bad.pcap")
+	os.WriteFile(bad, []byte("not a capture file, just text\n"), 0o644)
+	if _, err := ReadFile(bad, Config{}, func(*Record) {}); err == nil || !strings.Contains(err.Error(), "bad.pcap") {
+		t.Fatalf("ReadFile(bad) err = %v", err)
+	}
+	if err := ReadFiles([]string{"testdata/tls13.pcap", bad}, Config{}, func(*Record) {}); err == nil {
+		t.Fatal("ReadFiles with a bad file: no error")
+	}
+}
