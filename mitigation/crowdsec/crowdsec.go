@@ -49,6 +49,11 @@ type Config struct {
 	// polled); default 1024. Keys are registered by the operator, so this
 	// only bounds a misconfiguration.
 	MaxBouncers int `yaml:"max_bouncers"`
+	// Scopes are the scopes sent to a bouncer whose request names none
+	// ("ip", "range"); default both. Debian 12's firewall bouncer (0.0.25)
+	// sends none and stores a Range as its first address only: ["ip"]
+	// keeps ranges from it (docs/firewall.md).
+	Scopes []string `yaml:"scopes"`
 	// Now is the wall clock; nil means time.Now.
 	Now func() time.Time `yaml:"-"`
 }
@@ -62,6 +67,8 @@ type Server struct {
 	types   [8]uint8 // by mitigation.Action: typeNone, typeBan, typeCaptcha
 	maxBncr int
 	metrics *metrics
+	scopeIP bool // default scopes
+	scopeRg bool
 
 	mu       sync.Mutex
 	keys     keyring
@@ -118,6 +125,17 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 			return nil, fmt.Errorf("crowdsec: types: %s: unknown decision type %q; expect 'ban', 'captcha' or '' (not shown)", a, t)
 		}
 	}
+	s.scopeIP, s.scopeRg = len(cfg.Scopes) == 0, len(cfg.Scopes) == 0
+	for i, sc := range cfg.Scopes {
+		switch strings.ToLower(sc) {
+		case "ip":
+			s.scopeIP = true
+		case "range":
+			s.scopeRg = true
+		default:
+			return nil, fmt.Errorf("crowdsec: scopes[%d]: %q; expect 'ip' or 'range'", i, sc)
+		}
+	}
 	h := cfg.History
 	if h == 0 {
 		h = 1 << 16
@@ -142,9 +160,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet {
+		// Not even HEAD: a poll moves the bouncer's cursor.
 		s.metrics.request(ep, resultBadRequest)
-		w.Header().Set("Allow", "GET, HEAD")
+		w.Header().Set("Allow", "GET")
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
@@ -195,8 +214,8 @@ type filter struct {
 	scenarios, not []string
 }
 
-func parseFilter(q map[string][]string) filter {
-	f := filter{ip: true, rng: true}
+func (s *Server) parseFilter(q map[string][]string) filter {
+	f := filter{ip: s.scopeIP, rng: s.scopeRg}
 	if v, ok := q["scopes"]; ok {
 		f.ip, f.rng = false, false
 		for _, s := range splitList(v) {

@@ -256,6 +256,19 @@ func TestStreamFilters(t *testing.T) {
 	}
 }
 
+func TestDefaultScopes(t *testing.T) {
+	e := newEnv(t, 0, Config{Scopes: []string{"Ip"}})
+	k := e.key("old-fw")
+	e.add("r", mitigation.ActionBlock, "ip.src", "192.0.2.1", time.Hour)
+	e.add("r", mitigation.ActionBlock, "ip.src.prefix", "198.51.100.0/24", time.Hour)
+	if got, want := values(e.stream(k, true, "").New), []string{"Ip:ban:192.0.2.1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("no scopes asked: %v, want %v", got, want)
+	}
+	if got := values(e.stream(k, true, "&scopes=range").New); len(got) != 1 || got[0] != "Range:ban:198.51.100.0/24" {
+		t.Errorf("scopes=range: %v", got)
+	}
+}
+
 func TestAuth(t *testing.T) {
 	e := newEnv(t, 0, Config{})
 	for _, tc := range []struct{ name, key, path string }{
@@ -278,6 +291,13 @@ func TestAuth(t *testing.T) {
 	}
 	if code, _ := e.get(k, "/v1/decisions/stream"); code != 403 {
 		t.Errorf("deleted key: %d, want 403", code)
+	}
+	r := httptest.NewRequest("HEAD", "/v1/decisions/stream", nil)
+	r.Header.Set("X-Api-Key", k)
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, r)
+	if w.Code != 405 {
+		t.Errorf("HEAD: %d, want 405", w.Code)
 	}
 	if code, _ := e.get(k, "/v1/nope"); code != 404 {
 		t.Errorf("unknown path: %d", code)
@@ -444,6 +464,7 @@ func TestNewValidates(t *testing.T) {
 		{"bad action", Config{KeyFile: "k", Types: map[string]string{"ban": "ban"}}, "unknown action"},
 		{"bad type", Config{KeyFile: "k", Types: map[string]string{"block": "throttle"}}, "'captcha'"},
 		{"negative", Config{KeyFile: "k", History: -1}, "history"},
+		{"bad scope", Config{KeyFile: "k", Scopes: []string{"country"}}, "'range'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(tc.cfg, st, nil, nil); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -227,7 +227,7 @@ func (s *Server) streamLocked(name string, q map[string][]string, now time.Time)
 		}
 		startup = b
 	}
-	f := parseFilter(q)
+	f := s.parseFilter(q)
 	b := s.bouncers[name]
 	if b == nil {
 		if len(s.bouncers) >= s.maxBncr {

@@ -3,9 +3,14 @@ package nftables
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/mitigation"
 )
 
 // Kernel benchmarks need root, like the kernel tests; see bench/nftables.md.
@@ -58,6 +63,160 @@ func BenchmarkBatch(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/element")
 			})
+		}
+	}
+}
+
+const benchN = 100_000
+
+// benchFixture is a namespace and a store holding benchN firewall bans on
+// single IPv4 addresses or on spaced IPv4 /28s.
+func benchFixture(b *testing.B, prefixes bool) *fixture {
+	f := newFixture(b, Config{})
+	now := time.Now()
+	for i := range benchN {
+		sc := mitigation.Pair{Name: "ip.src", Value: benchAddr(i).String()}
+		if prefixes {
+			sc = mitigation.Pair{Name: "ip.src.prefix", Value: benchPrefix(i).String()}
+		}
+		if _, _, err := f.store.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionFirewall,
+			Scope: mitigation.Scope{sc}, Expires: now.Add(time.Hour)}, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return f
+}
+
+// BenchmarkPush pushes benchN bans into empty sets: the first reconcile of
+// a daemon starting with a full store (creating the table included).
+func BenchmarkPush(b *testing.B) {
+	for _, kind := range []string{"addresses", "prefixes"} {
+		b.Run(kind, func(b *testing.B) {
+			f := benchFixture(b, kind == "prefixes")
+			for b.Loop() {
+				b.StopTimer()
+				exec.Command("ip", "netns", "exec", f.ns.name, "nft", "delete", "table", "inet", "guardd").Run()
+				f.p.have = newState()
+				b.StartTimer()
+				if err := f.p.Reconcile(time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			checkCount(b, f, kind)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchN, "ns/ban")
+		})
+	}
+}
+
+// BenchmarkReconcile deletes 10% of the elements behind guardd's back with
+// nft, then times the reconcile that puts them back.
+func BenchmarkReconcile(b *testing.B) {
+	for _, kind := range []string{"addresses", "prefixes"} {
+		b.Run(kind+"/lost=10%", func(b *testing.B) {
+			f := benchFixture(b, kind == "prefixes")
+			if err := f.p.Reconcile(time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			set, file := "v4", filepath.Join(b.TempDir(), "delete.nft")
+			var sb strings.Builder
+			if kind == "prefixes" {
+				set = "v4net"
+			}
+			fmt.Fprintf(&sb, "delete element inet guardd %s {\n", set)
+			for i := 0; i < benchN; i += 10 {
+				if kind == "prefixes" {
+					fmt.Fprintf(&sb, "%s,\n", benchPrefix(i))
+				} else {
+					fmt.Fprintf(&sb, "%s,\n", benchAddr(i))
+				}
+			}
+			sb.WriteString("}\n")
+			if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				b.StopTimer()
+				f.ns.run(b, "nft", "-f", file)
+				b.StartTimer()
+				if err := f.p.Reconcile(time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			checkCount(b, f, kind)
+		})
+	}
+}
+
+// BenchmarkNftFile is the peer: nft -f loading the same benchN elements,
+// with timeouts, from a file into the empty set guardd created.
+func BenchmarkNftFile(b *testing.B) {
+	for _, kind := range []string{"addresses", "prefixes"} {
+		b.Run(kind, func(b *testing.B) {
+			requireKernel(b)
+			f := newFixture(b, Config{})
+			if err := f.p.Reconcile(time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			set, file := "v4", filepath.Join(b.TempDir(), "add.nft")
+			if kind == "prefixes" {
+				set = "v4net"
+			}
+			var sb strings.Builder
+			fmt.Fprintf(&sb, "add element inet guardd %s {\n", set)
+			for i := range benchN {
+				if kind == "prefixes" {
+					fmt.Fprintf(&sb, "%s timeout 3600s,\n", benchPrefix(i))
+				} else {
+					fmt.Fprintf(&sb, "%s timeout 3600s,\n", benchAddr(i))
+				}
+			}
+			sb.WriteString("}\n")
+			if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				b.StopTimer()
+				f.ns.run(b, "nft", "flush", "set", "inet", "guardd", set)
+				b.StartTimer()
+				f.ns.run(b, "nft", "-f", file)
+			}
+			b.StopTimer()
+			checkCount(b, f, kind)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchN, "ns/ban")
+		})
+	}
+}
+
+func checkCount(b *testing.B, f *fixture, kind string) {
+	st, err := f.p.kern.read(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := setV4
+	if kind == "prefixes" {
+		k = setV4Net
+	}
+	if len(st[k]) != benchN {
+		b.Fatalf("set %s holds %d elements, want %d", setNames[k], len(st[k]), benchN)
+	}
+}
+
+// BenchmarkDesired is the CPU cost of recomputing the desired sets, paid by
+// each poll that finds changes: benchN addresses and benchN prefixes.
+func BenchmarkDesired(b *testing.B) {
+	targets := make(map[uint64]target, 2*benchN)
+	exp := ceilSecond(t0.Add(time.Hour))
+	for i := range benchN {
+		targets[uint64(2*i)] = target{set: setV4, addr: benchAddr(i), exp: exp}
+		targets[uint64(2*i+1)] = target{set: setV4Net, pfx: benchPrefix(i), exp: exp.Add(time.Duration(i%7) * time.Second)}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		st := desired(targets, t0)
+		if len(st[setV4]) != benchN {
+			b.Fatal(len(st[setV4]))
 		}
 	}
 }
