@@ -110,8 +110,9 @@ func (s *Set) Rules() []*Rule { return s.rules }
 
 // Merge returns a set holding the rules of all sets, in order. Two rules with
 // the same name are an error. The merged set logs and counts through the
-// options of the first set. Scratch buffers are shared safely: a predicate
-// uses its buffers only while it is being evaluated.
+// options of the first set; each rule keeps its own fallback deadline.
+// Operand values cached per event are keyed by operand across all sets, so
+// rules from different sets share them.
 func Merge(sets ...*Set) (*Set, error) {
 	var out *Set
 	seen := map[string]*Rule{}
