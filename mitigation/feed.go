@@ -8,27 +8,32 @@ type change struct {
 	created bool // the record that created m (its first add)
 }
 
-// feed is a ring of the latest changes, numbered by seq.
+// feed is a ring of the latest changes, numbered by seq. It grows to size
+// as changes come, so an idle store does not hold the whole history.
 type feed struct {
 	ring []change
-	head int    // where the next change goes
+	size int    // capacity of the ring
+	head int    // where the next change goes once the ring is full
 	n    int    // changes held
 	seq  uint64 // seq of the latest change, the current cursor
 }
 
 func (f *feed) init(size int, base uint64) {
-	f.ring = make([]change, size)
+	f.size = size
 	f.seq = base
 }
 
 func (f *feed) push(c change) {
 	f.seq++
 	c.seq = f.seq
-	f.ring[f.head] = c
-	f.head = (f.head + 1) % len(f.ring)
-	if f.n < len(f.ring) {
-		f.n++
+	if len(f.ring) < f.size {
+		f.ring = append(f.ring, c)
+		f.n = len(f.ring)
+		f.head = len(f.ring) % f.size
+		return
 	}
+	f.ring[f.head] = c
+	f.head = (f.head + 1) % f.size
 }
 
 // at returns the change numbered seq, which must be held.

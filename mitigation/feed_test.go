@@ -1,6 +1,7 @@
 package mitigation
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -146,8 +147,8 @@ func TestChangesReplay(t *testing.T) {
 func TestChangesHistoryOverflow(t *testing.T) {
 	s := newStore(t, Config{History: 4})
 	_, c0 := s.Snapshot(t0)
-	for i := range 5 {
-		mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2."+string(rune('1'+i))), time.Minute), t0)
+	for i := range 11 { // wraps the ring of 4 twice
+		mustAdd(t, s, mit("r", ActionBlock, ipScope(fmt.Sprintf("192.0.2.%d", i+1)), time.Minute), t0)
 	}
 	_, cur := s.Snapshot(t0)
 	for _, tc := range []struct {
@@ -163,6 +164,9 @@ func TestChangesHistoryOverflow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			added, _, got, ok := s.Changes(tc.since)
+			if ok && added[len(added)-1].Scope[0].Value != "192.0.2.11" {
+				t.Errorf("last added = %s, want the 11th", added[len(added)-1].Scope)
+			}
 			if ok != tc.wantOK || got != cur || len(added) != tc.wantN {
 				t.Errorf("Changes(cur-%d) = %d added, cursor %d, ok %v; want %d, %d, %v", cur-tc.since, len(added), got, ok, tc.wantN, cur, tc.wantOK)
 			}

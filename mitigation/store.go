@@ -315,6 +315,9 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 // rate_limit < shadowban < block < firewall), then the later expiry. It does
 // not allocate and runs concurrently with writers.
 //
+// The returned Scope is shared with the store: do not modify it (the same
+// holds for List, Snapshot and Changes).
+//
 // A key is a 64-bit hash: two different scopes with one key (odds about
 // n/2^64 per lookup for n entries) would share their mitigations. Callers that
 // hold the scope can confirm with Scope.Equal.

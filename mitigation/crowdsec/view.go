@@ -245,6 +245,9 @@ func (s *Server) streamLocked(name string, q map[string][]string, now time.Time)
 		b.held = make(map[string]sent, len(s.view.byValue))
 	}
 	var added, deleted []item
+	if fresh {
+		added = make([]item, 0, len(s.view.byValue))
+	}
 	diff := func(val string) {
 		var cur sent
 		ok := false
@@ -289,7 +292,13 @@ func (s *Server) streamLocked(name string, q map[string][]string, now time.Time)
 	sortDecisions(deleted)
 	s.metrics.sentNew.Add(float64(len(added)))
 	s.metrics.sentDeleted.Add(float64(len(deleted)))
-	buf := make([]byte, 0, 64+110*(len(added)+len(deleted)))
+	size := 64
+	for _, l := range [2][]item{added, deleted} {
+		for i := range l {
+			size += itemSize + len(l[i].value) + len(l[i].rule) + len(l[i].origin)
+		}
+	}
+	buf := make([]byte, 0, size)
 	buf = append(buf, `{"deleted":`...)
 	buf = appendDecisions(buf, deleted, now)
 	buf = append(buf, `,"new":`...)
@@ -420,6 +429,11 @@ func equalFold(a, b string) bool {
 	}
 	return true
 }
+
+// itemSize bounds the bytes appendDecisions writes for one item besides
+// its value, rule and origin (members, punctuation, the longest duration,
+// id, escapes aside).
+const itemSize = 128
 
 // appendDecisions writes ds in CrowdSec's models.Decision shape, members in
 // the order CrowdSec writes them, or null for none.
