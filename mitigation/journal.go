@@ -3,6 +3,7 @@ package mitigation
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // State files in Config.StateDir, all JSON lines:
@@ -54,16 +56,19 @@ type record struct {
 
 // wireRecord is the JSON form of a record.
 type wireRecord struct {
-	Op      string    `json:"op"`
-	Version int       `json:"version,omitempty"`
-	NextID  uint64    `json:"next_id,omitempty"`
-	ID      uint64    `json:"id,omitempty"`
-	Rule    string    `json:"rule,omitempty"`
-	Action  string    `json:"action,omitempty"`
-	Scope   Scope     `json:"scope,omitempty"`
-	Created time.Time `json:"created,omitzero"`
-	Expires time.Time `json:"expires,omitzero"`
-	Origin  string    `json:"origin,omitempty"`
+	Op      string `json:"op"`
+	Version int    `json:"version,omitempty"`
+	NextID  uint64 `json:"next_id,omitempty"`
+	ID      uint64 `json:"id,omitempty"`
+	Rule    string `json:"rule,omitempty"`
+	Action  string `json:"action,omitempty"`
+	Scope   Scope  `json:"scope,omitempty"`
+	// ScopeB64 replaces Scope when a value is not valid UTF-8, which JSON
+	// strings cannot carry: [[name, base64(value)], ...].
+	ScopeB64 [][2]string `json:"scope_b64,omitempty"`
+	Created  time.Time   `json:"created,omitzero"`
+	Expires  time.Time   `json:"expires,omitzero"`
+	Origin   string      `json:"origin,omitempty"`
 }
 
 // appendRecord appends r as one JSON line.
@@ -76,6 +81,12 @@ func appendRecord(dst []byte, r record) ([]byte, error) {
 		w.ID = r.m.ID
 	case opAdd:
 		w.ID, w.Rule, w.Action, w.Scope = r.m.ID, r.m.Rule, r.m.Action.String(), r.m.Scope
+		if !scopeUTF8(r.m.Scope) {
+			w.Scope = nil
+			for _, p := range r.m.Scope {
+				w.ScopeB64 = append(w.ScopeB64, [2]string{p.Name, base64.StdEncoding.EncodeToString([]byte(p.Value))})
+			}
+		}
 		w.Created, w.Expires, w.Origin = r.m.Created, r.m.Expires, r.m.Origin
 	default:
 		return dst, fmt.Errorf("unknown op %q", r.Op)
@@ -107,7 +118,7 @@ func decodeRecord(line []byte) (record, error) {
 		if w.Version != stateVersion {
 			return record{}, fmt.Errorf("state version %d, this guardd reads %d", w.Version, stateVersion)
 		}
-		if w.ID != 0 || w.Rule != "" || w.Action != "" || w.Scope != nil || !w.Created.IsZero() || !w.Expires.IsZero() || w.Origin != "" {
+		if w.ID != 0 || w.Rule != "" || w.Action != "" || w.Scope != nil || w.ScopeB64 != nil || !w.Created.IsZero() || !w.Expires.IsZero() || w.Origin != "" {
 			return record{}, errors.New("meta record with mitigation fields")
 		}
 		r.NextID = w.NextID
@@ -116,7 +127,7 @@ func decodeRecord(line []byte) (record, error) {
 		if w.ID == 0 {
 			return record{}, errors.New("del record without id")
 		}
-		if w.Version != 0 || w.NextID != 0 || w.Rule != "" || w.Action != "" || w.Scope != nil || !w.Created.IsZero() || !w.Expires.IsZero() || w.Origin != "" {
+		if w.Version != 0 || w.NextID != 0 || w.Rule != "" || w.Action != "" || w.Scope != nil || w.ScopeB64 != nil || !w.Created.IsZero() || !w.Expires.IsZero() || w.Origin != "" {
 			return record{}, errors.New("del record with other fields than id")
 		}
 		r.m.ID = w.ID
@@ -127,6 +138,24 @@ func decodeRecord(line []byte) (record, error) {
 	}
 	if w.Version != 0 || w.NextID != 0 {
 		return record{}, errors.New("add record with meta fields")
+	}
+	if w.ScopeB64 != nil {
+		if w.Scope != nil {
+			return record{}, errors.New("add record with both scope and scope_b64")
+		}
+		if len(w.ScopeB64) > MaxScopePairs {
+			return record{}, fmt.Errorf("scope_b64: more than %d pairs", MaxScopePairs)
+		}
+		for _, p := range w.ScopeB64 {
+			v, err := base64.StdEncoding.DecodeString(p[1])
+			if err != nil {
+				return record{}, fmt.Errorf("scope_b64 value of %q: %w", p[0], err)
+			}
+			w.Scope = append(w.Scope, Pair{p[0], string(v)})
+		}
+		if scopeUTF8(w.Scope) {
+			return record{}, errors.New("scope_b64 for a scope that is valid UTF-8")
+		}
 	}
 	if w.ID == 0 {
 		return record{}, errors.New("add record without id")
@@ -155,6 +184,15 @@ func decodeRecord(line []byte) (record, error) {
 	r.m = Mitigation{ID: w.ID, Rule: w.Rule, Action: a, Scope: sc,
 		Created: w.Created.UTC(), Expires: w.Expires.UTC(), Origin: w.Origin}
 	return r, nil
+}
+
+func scopeUTF8(sc Scope) bool {
+	for _, p := range sc {
+		if !utf8.ValidString(p.Name) || !utf8.ValidString(p.Value) {
+			return false
+		}
+	}
+	return true
 }
 
 func inYearRange(t time.Time) bool {

@@ -84,6 +84,29 @@ func TestRestartRestoresRemainingTime(t *testing.T) {
 	}
 }
 
+// TestRestartBinaryValues: values that are not UTF-8 (a raw cookie seen on
+// the wire) survive a restart byte for byte, so the key still matches.
+func TestRestartBinaryValues(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpenAt(t, dir, t0)
+	sc := Scope{{`http.cookies["s"]`, "a\xff\xfe\x00b"}, {"http.path", "/é"}}
+	mustAdd(t, s, mit("r", ActionBlock, sc, time.Hour), t0)
+	mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.1"), time.Hour), t0)
+	// Once from the journal (no Close), once from the snapshot.
+	s.journal.close()
+	s.journal = nil
+	for range 2 {
+		s2 := mustOpenAt(t, dir, t0)
+		if m, ok := s2.Lookup(sc.Key(), t0); !ok || !m.Scope.Equal(sc) {
+			t.Fatalf("binary scope after restart: %v %q", ok, m.Scope)
+		}
+		if s2.Len() != 2 {
+			t.Errorf("Len = %d", s2.Len())
+		}
+		s2.Close()
+	}
+}
+
 func TestStateDirLocked(t *testing.T) {
 	dir := t.TempDir()
 	mustOpenAt(t, dir, t0)
