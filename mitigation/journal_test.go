@@ -331,6 +331,22 @@ func TestRunExpiresAndSyncs(t *testing.T) {
 		if s.Len() != 1 {
 			t.Errorf("Len = %d a second later, want 1 (Run expires)", s.Len())
 		}
+		// Churn past the compaction threshold: Run folds the journal into
+		// the snapshot.
+		for i := range 5000 {
+			m := mustAdd(t, s, Mitigation{Rule: "churn", Scope: ipScope(fmt.Sprintf("10.1.%d.%d", i/256, i%256)), Expires: now.Add(time.Hour)}, time.Now())
+			s.Delete(m.ID)
+		}
+		time.Sleep(200 * time.Millisecond)
+		s.mu.Lock()
+		records := s.journal.records
+		s.mu.Unlock()
+		if records != 0 {
+			t.Errorf("journal holds %d records after Run, want a compaction", records)
+		}
+		if snap, err := os.ReadFile(filepath.Join(dir, snapshotName)); err != nil || bytes.Count(snap, []byte("\n")) != 2 {
+			t.Errorf("snapshot after compaction: %d lines, %v; want meta + 1", bytes.Count(snap, []byte("\n")), err)
+		}
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v", err)
