@@ -72,8 +72,9 @@ if [ "$(status)" != "install ok installed" ] && ! command -v crowdsec >/dev/null
   with_policy_rc apt-get install -y -qq -o Dpkg::Options::=--force-confold crowdsec >/dev/null ||
     echo "crowdsec-setup: postinst failed as expected offline; configuring by hand" >&2
 fi
-command -v crowdsec >/dev/null && command -v cscli >/dev/null ||
-  { echo "crowdsec-setup: crowdsec is not installed" >&2; exit 1; }
+if ! command -v crowdsec >/dev/null || ! command -v cscli >/dev/null; then
+  echo "crowdsec-setup: crowdsec is not installed" >&2; exit 1
+fi
 [ -f "$cfg" ] || { echo "crowdsec-setup: $cfg missing" >&2; exit 1; }
 
 # --- config.yaml ---------------------------------------------------------------
@@ -114,7 +115,8 @@ link() { # hub path relative to $hub, e.g. parsers/s01-parse/crowdsecurity/nginx
   local target=$hub/$1
   [ -f "$target" ] || { echo "crowdsec-setup: $target missing from the shipped hub" >&2; exit 1; }
   # /etc/crowdsec drops the vendor directory (parsers/s01-parse/nginx-logs.yaml).
-  local dest=$etc/$(dirname "$(dirname "$1")")/$(basename "$1")
+  local dest
+  dest=$etc/$(dirname "$(dirname "$1")")/$(basename "$1")
   mkdir -p "$(dirname "$dest")"
   [ "$(readlink "$dest" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$dest"
 }

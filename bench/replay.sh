@@ -82,27 +82,29 @@ say "machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cp
 say "date: $(date -u '+%F %T UTC'); log: $log, $n lines, $(du -h "$log" | cut -f1)"
 say "$(go version | cut -d' ' -f3-); guardd $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+dirty tree')"
 say ""
-header=$(printf '%-34s %5s %9s %12s %10s  %s' tool runs "wall s" "lines/s" "peak RSS" detections)
+header=$(printf '%-34s %4s %8s %10s %8s %11s %10s  %s' tool runs "wall s" "lines/s" "CPU s" "lines/CPU-s" "peak RSS" detections)
 say "$header"
 say "$(printf '%s' "$header" | tr -c '' '-')"
 
-row() { # name, runs, secs, kb, detections[, lines processed (default: all)]
-  awk -v name="$1" -v runs="$2" -v s="$3" -v kb="$4" -v det="$5" -v n="${6:-$n}" \
-    'BEGIN{printf "%-34s %5s %9.2f %12.0f %7.1f MB  %s\n", name, runs, s, n/s, kb/1024, det}' | tee -a "$results"
+row() { # name, runs, wall secs, CPU secs, peak RSS KiB, detections[, lines processed (default: all)]
+  awk -v name="$1" -v runs="$2" -v s="$3" -v cpu="$4" -v kb="$5" -v det="$6" -v n="${7:-$n}" \
+    'BEGIN{printf "%-34s %4s %8.2f %10.0f %8.2f %11.0f %7.1f MB  %s\n", name, runs, s, n/s, cpu, n/cpu, kb/1024, det}' | tee -a "$results"
 }
 
 measure() { # name, detections-command, command... (best of $runs wall times)
   local name=$1 detect=$2; shift 2
-  local best= rss= secs kb
-  local base=$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')
+  local best='' rss='' cpu='' secs kb user sys base
+  base=$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')
   for _ in $(seq "$runs"); do
-    if ! /usr/bin/time -f '%e %M' -o "$base.time" "$@" > "$base.out" 2> "$base.err"; then
+    if ! /usr/bin/time -f '%e %M %U %S' -o "$base.time" "$@" > "$base.out" 2> "$base.err"; then
       echo "$name failed:" >&2; tail -5 "$base.err" >&2; return 0
     fi
-    read -r secs kb < "$base.time"
-    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs rss=$kb; fi
+    read -r secs kb user sys < "$base.time"
+    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then
+      best=$secs rss=$kb cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')
+    fi
   done
-  row "$name" "$runs" "$best" "$rss" "$($detect "$base")"
+  row "$name" "$runs" "$best" "$cpu" "$rss" "$($detect "$base")"
 }
 
 no_detect() { echo "-"; }
@@ -135,7 +137,7 @@ crowdsec_run() {
   addr=$(awk '/^prometheus:/ {p=1; next} /^[a-z]/ {p=0} p && /listen_addr:/ {print $2}' "$cfg")
   port=$(awk '/^prometheus:/ {p=1; next} /^[a-z]/ {p=0} p && /listen_port:/ {print $2}' "$cfg")
   local url="http://$addr:$port/metrics" base=$out/crowdsec
-  local first_n=0 t0 now elapsed parsed=0 m= status=complete first=
+  local first_n=0 t0 now elapsed parsed=0 m='' status=complete first=''
   t0=$(date +%s.%N)
   crowdsec -c "$cfg" -dsn "file://$PWD/$log" -type nginx > "$base.out" 2>&1 &
   cs_pid=$!
@@ -152,8 +154,9 @@ crowdsec_run() {
     [ "$parsed" -ge "$n" ] && break
     if awk -v e="$elapsed" -v t="$cs_timeout" 'BEGIN{exit !(e >= t)}'; then status=partial; break; fi
   done
-  local kb
+  local kb cpu
   kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$cs_pid/status")
+  cpu=$(awk -v tck="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); print ($12 + $13) / tck}' "/proc/$cs_pid/stat")
   # Let the buckets fed by the last lines overflow and the alerts reach the log.
   local before=-1 after=0
   for _ in $(seq 30); do
@@ -163,7 +166,8 @@ crowdsec_run() {
     sleep 1
   done
   echo "crowdsec: read $(metric cs_filesource_hits_total "$m"), parsed ok $(metric cs_parser_hits_ok_total "$m"), ko $(metric cs_parser_hits_ko_total "$m") of $n lines in $elapsed s ($status)" >&2
-  kill "$cs_pid" && wait "$cs_pid" 2>/dev/null || true
+  kill "$cs_pid"
+  wait "$cs_pid" 2>/dev/null || true
   cs_pid=
   local det name
   det="$(grep -o "Ip [^ ]* performed '[^']*'" "$base.out" | awk '{print $2}' | sort -u | wc -l) IPs banned, $(grep -c "performed '" "$base.out" || true) alerts:"
@@ -174,7 +178,7 @@ crowdsec_run() {
     det="$det [parsed $parsed of $n lines in ${cs_timeout}s]"
   fi
   # lines/s is over the lines parsed, which is n unless partial.
-  row "$name" 1 "$elapsed" "$kb" "$det" "$parsed"
+  row "$name" 1 "$elapsed" "$cpu" "$kb" "$det" "$parsed"
   if [ -n "$first" ]; then
     say "$(awk -v f="$first" -v fn="$first_n" -v e="$elapsed" -v p="$parsed" \
       'BEGIN{printf "  (crowdsec start-up took about %.0f s; %.0f lines/s after it)", f, (e > f) ? (p-fn)/(e-f) : 0}')"
@@ -207,7 +211,7 @@ def crowdsec(path):
 
 runs = [("guardd", guardd(sys.argv[2])), ("guardd --mmdb", guardd(sys.argv[3])), ("crowdsec", crowdsec(sys.argv[4]))]
 runs = [(n, r) for n, r in runs if r is not None]
-print("%-46s %-22s" % ("attack (labelled scope: values)", "") + "".join("%-16s" % n for n, _ in runs))
+print("%-46s %-24s" % ("attack (labelled scope: values)", "") + "".join("%-16s" % n for n, _ in runs))
 for a in labels["Attacks"]:
     cells = []
     for name, r in runs:
@@ -219,7 +223,7 @@ for a in labels["Attacks"]:
             cells.append("%d/%d %s" % (caught, len(a["Values"]), "" if a["Scope"] == "ip.src" else "(%d/%d IPs)" % (len(set(a["IPs"]) & ips), len(a["IPs"]))))
         else:
             cells.append("%d/%d IPs" % (len(set(a["IPs"]) & r), len(a["IPs"])))
-    print("%-46s %-22s" % (a["Name"][:46], a["Scope"][:22]) + "".join("%-16s" % c for c in cells))
+    print("%-46s %-24s" % (a["Name"][:46], a["Scope"][:24]) + "".join("%-16s" % c for c in cells))
 attack_ips = {ip for a in labels["Attacks"] for ip in a["IPs"]}
 cells = []
 for name, r in runs:
@@ -230,7 +234,7 @@ for name, r in runs:
         cells.append("%d IPs, %d other" % (len(ips & benign), len(other)))
     else:
         cells.append("%d IPs" % len(r & benign))
-print("%-46s %-22s" % ("benign clients mitigated (false positives)", "") + "".join("%-16s" % c for c in cells))
+print("%-46s %-24s" % ("benign clients mitigated (false positives)", "") + "".join("%-16s" % c for c in cells))
 EOF
 }
 say ""
@@ -242,6 +246,6 @@ fi
 
 g=$(grep '^guardd replay ' "$results" | head -1)
 say ""
-say "$(awk '{ for (i = 1; i <= NF; i++) if ($i == "MB") { rss = $(i-1); rate = $(i-2) } }
+say "$(awk '{ for (i = 1; i <= NF; i++) if ($i == "MB") { rss = $(i-1); rate = $(i-4) } }
   END { printf "acceptance (>= 1,000,000 lines/s, < 200 MB): %s (%.0f lines/s, %.1f MB)", (rate >= 1000000 && rss < 200) ? "PASS" : "FAIL", rate, rss }' <<< "$g")"
 say "results: $results"
