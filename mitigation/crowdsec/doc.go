@@ -48,6 +48,9 @@
 //     a guardd restart a bouncer that polls without startup=true gets every
 //     active decision as new; what was deleted while guardd was down leaves
 //     its sets only when the duration it was given runs out.
+//   - One mutex serialises answers: a bouncer's startup over 100,000
+//     decisions (about 0.2 s of CPU, bench/crowdsec.md) delays the other
+//     bouncers' polls by as much.
 //   - Bouncers sharing one key share one state: register one key per bouncer
 //     instance.
 //   - No machine (watcher) API, no alerts, no decisions pushed by bouncers,
