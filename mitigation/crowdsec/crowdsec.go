@@ -31,11 +31,12 @@ const (
 
 // Config configures a Server. The zero value needs only KeyFile.
 type Config struct {
-	// KeyFile holds the registered bouncers' key hashes (see AddBouncer);
-	// conventionally <state_dir>/crowdsec-bouncers.json (KeyFileName). It
-	// is reread when it changes, so `guardd bouncers add` takes effect at
-	// the bouncer's next poll. Required.
-	KeyFile string `yaml:"key_file"`
+	// KeyFile holds the registered bouncers' key hashes (see AddBouncer):
+	// <state_dir>/crowdsec-bouncers.json (KeyFileName), set by the daemon
+	// from mitigation.state_dir, where `guardd bouncers` writes. It is
+	// reread when it changes, so `guardd bouncers add` takes effect at the
+	// bouncer's next poll. Required.
+	KeyFile string `yaml:"-"`
 	// Types maps guardd actions to CrowdSec decision types; an action mapped
 	// to "" is not shown to bouncers. Default: block and firewall -> ban,
 	// rate_limit -> captcha; shadowban and log are not shown (a bouncer could
