@@ -242,8 +242,9 @@ func (d *daemon) reloaded(ok bool) {
 	}
 }
 
-// Run runs every component until ctx ends, then flushes state.
-func (d *daemon) Run(ctx context.Context) error {
+// listen opens the decision and admin listeners, so their addresses are
+// known before Run starts serving.
+func (d *daemon) listen() error {
 	cfg := d.cfg.Load()
 	var err error
 	if d.decisionLn, err = net.Listen("tcp", or(cfg.Decision.Listen, defaultDecision)); err != nil {
@@ -254,6 +255,19 @@ func (d *daemon) Run(ctx context.Context) error {
 		d.decisionLn.Close()
 		d.store.Close()
 		return fmt.Errorf("admin.listen: %w", err)
+	}
+	return nil
+}
+
+// Run runs every component until ctx ends, then flushes state. It listens
+// first unless listen was called.
+func (d *daemon) Run(ctx context.Context) error {
+	cfg := d.cfg.Load()
+	var err error
+	if d.decisionLn == nil {
+		if err := d.listen(); err != nil {
+			return err
+		}
 	}
 	d.log.Info("guardd running", "decision", d.decisionLn.Addr().String(), "admin", d.adminLn.Addr().String(),
 		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipe.Load().rules.Rules()), "mitigations", d.store.Len())

@@ -82,12 +82,12 @@ mitigation:
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := td.d.listen(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	td.cancel, td.done = cancel, make(chan error, 1)
 	go func() { td.done <- td.d.Run(ctx) }()
-	for td.d.adminLn == nil || td.d.decisionLn == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
 	return td
 }
 
