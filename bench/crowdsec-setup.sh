@@ -5,8 +5,9 @@
 #
 #   bench/crowdsec-setup.sh            install if absent, then configure
 #   bench/crowdsec-setup.sh --wipe-db  also delete the sqlite DB (alerts,
-#                                      decisions, machines) and register the
-#                                      local machine again
+#                                      decisions, machines, bouncers), then
+#                                      register the local machine and any
+#                                      packaged bouncer again
 #
 # What it does, and why:
 #   - installs the `crowdsec` package with a policy-rc.d that exits 101, so no
@@ -145,6 +146,16 @@ if [ -z "$login" ] || ! cscli machines list -o raw 2>/dev/null | cut -d, -f1 | g
   cscli --error machines add --auto --force -f "$creds" --url "http://$lapi" >/dev/null
 fi
 sed -i "s|^url:.*|url: http://$lapi|" "$creds"
+if $wipe; then
+  # Bouncers installed from Debian packages (crowdsec-firewall-bouncer) keep
+  # their name in NAME.yaml.id and their key in NAME.yaml.local: register
+  # them again with the same key, so a wipe does not cut them off.
+  for id in "$etc"/bouncers/*.yaml.id; do
+    [ -f "$id" ] || continue
+    key=$(awk '/^api_key:/ {print $2}' "${id%.id}.local" 2>/dev/null || true)
+    [ -z "$key" ] || cscli --error bouncers add "$(cat "$id")" -k "$key" >/dev/null
+  done
+fi
 
 # --- finish the package's configuration ------------------------------------------
 # The postinst registers to CAPI when online_api_credentials.yaml is empty; a
