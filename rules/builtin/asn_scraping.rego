@@ -7,7 +7,7 @@
 # custom:
 #   characteristics: [ip.src.asnum]
 #   period: 5m
-#   requests_per_period: 20000
+#   requests_per_period: 3000
 #   action: log
 #   mitigation_timeout: 30m
 #   algorithm: sliding_window

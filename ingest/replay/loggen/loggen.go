@@ -334,7 +334,7 @@ func (g *gen) attacks() {
 		cookieIPs = append(cookieIPs, ip.String())
 		for j := range 2 {
 			g.add(request{t: g.at(20*time.Minute + time.Duration(k*3+j*200)*time.Second/2), ip: ip, method: "POST", path: "/login", status: 401,
-				ua: browserUAs[2], ja4: browserJA4s[2], cookie: stuffCookie, bytes: 50})
+				ua: browserUAs[2], ja4: "t13d1812h1_85036bcba153_b26ce05bbdd6", cookie: stuffCookie, bytes: 50})
 		}
 	}
 	g.attack(Attack{Name: "credential stuffing (one cookie, many IPs)", Rule: "credential_stuffing_cookie", Scope: `http.cookies["session"]`, Values: []string{stuffCookie}, IPs: cookieIPs})
@@ -370,7 +370,7 @@ func (g *gen) attacks() {
 			g.add(request{t: g.at(25*time.Minute + time.Duration(k)*5*time.Second), ip: ip, method: "GET", path: "/products?id=" + strconv.Itoa(k) + "'", status: 200, ua: ua, ja4: botJA4})
 		}
 	}
-	g.attack(Attack{Name: "scanner user agents", Rule: "scanner_user_agent", Scope: "ip.src", Values: tools, IPs: tools})
+	g.attack(Attack{Name: "scanner user agents", Rule: "scanner_ua", Scope: "ip.src", Values: tools, IPs: tools})
 
 	// Aggressive crawling of product pages with a browser's user agent.
 	var crawl []string
@@ -383,15 +383,16 @@ func (g *gen) attacks() {
 	}
 	g.attack(Attack{Name: "aggressive crawling", Rule: "aggressive_crawl", Scope: "ip.src", Values: crawl, IPs: crawl})
 
-	// Scraping spread over 80 addresses of one hosting ASN, each slow enough to
-	// pass per-IP limits.
+	// Scraping spread over 200 addresses of one hosting ASN, each slow enough
+	// (one page every 12 s) to pass per-IP limits; together ~5,000 pages per
+	// 5 minutes.
 	var scrape []string
-	for k := range 80 {
-		ip := addrV4(198, 18, 7, 1+k)
+	for k := range 200 {
+		ip := addrV4(198, 18, 7+k/250, 1+k%250)
 		scrape = append(scrape, ip.String())
-		for j := range 90 {
-			g.add(request{t: g.at(12*time.Minute + time.Duration(k)*time.Second/4 + time.Duration(j)*20*time.Second), ip: ip, method: "GET",
-				path: "/product/" + strconv.Itoa(k*100+j), status: 200, ua: browserUAs[3], ja4: browserJA4s[3]})
+		for j := range 150 {
+			g.add(request{t: g.at(12*time.Minute + time.Duration(k)*time.Second/10 + time.Duration(j)*12*time.Second), ip: ip, method: "GET",
+				path: "/product/" + strconv.Itoa(k*1000+j), status: 200, ua: browserUAs[3], ja4: browserJA4s[3]})
 		}
 	}
 	g.attack(Attack{Name: "per-ASN scraping", Rule: "asn_scraping", Scope: "ip.src.asnum", Values: []string{"64666"}, IPs: scrape})
