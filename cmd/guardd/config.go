@@ -12,6 +12,8 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/blocklist"
+	"github.com/guardd/guardd/mitigation/crowdsec"
 	"github.com/guardd/guardd/shadowban"
 
 	"go.yaml.in/yaml/v3"
@@ -30,6 +32,25 @@ type Config struct {
 	Decision        ListenConfig          `yaml:"decision"`
 	Admin           AdminConfig           `yaml:"admin"`
 	Shadowban       shadowban.Config      `yaml:"shadowban"`
+	CrowdSec        CrowdSecConfig        `yaml:"crowdsec"`
+	Blocklist       BlocklistConfig       `yaml:"blocklist"`
+}
+
+// CrowdSecConfig serves the CrowdSec bouncer API (docs/firewall.md).
+type CrowdSecConfig struct {
+	// Listen is host:port; empty means off.
+	Listen          string `yaml:"listen"`
+	crowdsec.Config `yaml:",inline"`
+}
+
+// BlocklistConfig serves plain-text blocklist feeds and keeps an nginx geo
+// file (docs/firewall.md).
+type BlocklistConfig struct {
+	// Listen is host:port for the feeds; empty means no feeds.
+	Listen           string `yaml:"listen"`
+	blocklist.Config `yaml:",inline"`
+	// NginxGeo, when set, keeps an nginx geo include file in step.
+	NginxGeo *blocklist.GeoConfig `yaml:"nginx_geo"`
 }
 
 // SourcesConfig says what the daemon reads.

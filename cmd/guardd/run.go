@@ -92,6 +92,7 @@ type daemon struct {
 	m       daemonMetrics
 
 	join                *sniff.Join // nil without live capture
+	outputs             []output    // firewall-facing components
 	decisionLn, adminLn net.Listener
 	lastEvent           atomic.Int64 // unix nanoseconds of the newest event read
 }
@@ -149,6 +150,10 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 		return nil, err
 	}
 	if d.token, err = loadToken(cfg); err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	if err := d.buildOutputs(cfg); err != nil {
 		d.store.Close()
 		return nil, err
 	}
@@ -277,6 +282,9 @@ func (d *daemon) Run(ctx context.Context) error {
 	g.Go(func() error { return serve(ctx, d.adminLn, d.adminHandler()) })
 	g.Go(func() error { return d.runTail(ctx) })
 	g.Go(func() error { return d.watch(ctx) })
+	for _, o := range d.outputs {
+		g.Go(func() error { return o.run(ctx) })
+	}
 	for _, ifc := range cfg.Fingerprint.Interfaces {
 		g.Go(func() error { return d.sniff(ctx, ifc) })
 	}
