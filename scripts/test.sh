@@ -33,8 +33,13 @@ bad=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$bad" ]; then echo "not gofmt'd:"; echo "$bad"; exit 1; fi
 echo "== go vet"
 go vet ./...
-echo "== go test -race (unit and integration)"
-go test -race -count=1 -tags integration ./...
+# Two passes: every package under the race detector (short mode skips the
+# multi-million-key floods and process-killing tests, which take minutes
+# under -race), then everything, integration tests included, without it.
+echo "== go test -race -short"
+go test -race -short -count=1 -tags integration ./...
+echo "== go test (all, with integration tests)"
+go test -count=1 -tags integration ./...
 
 if [ "$FUZZTIME" != 0 ]; then
   echo "== fuzz ($FUZZTIME each)"
