@@ -17,7 +17,7 @@ const (
 	DefaultIPv6Bits          = 64
 	DefaultBatchElements     = 4096
 	DefaultPollInterval      = 250 * time.Millisecond
-	DefaultReconcileInterval = time.Minute
+	DefaultReconcileInterval = 5 * time.Minute
 )
 
 // Config configures a Pusher. The zero value pushes firewall mitigations into

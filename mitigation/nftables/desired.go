@@ -126,8 +126,15 @@ func ceilSecond(t time.Time) time.Time {
 // per address, prefixes flattened into disjoint ranges (flatten), and
 // addresses dropped when a range covers them at least as long.
 func desired(targets map[uint64]target, now time.Time) state {
-	st := newState()
-	var nets [2][]ranged
+	var count [numSets]int
+	for _, t := range targets {
+		count[t.set]++
+	}
+	var st state
+	for i := range st {
+		st[i] = make(map[span]elem, count[i])
+	}
+	nets := [2][]ranged{make([]ranged, 0, count[setV4Net]), make([]ranged, 0, count[setV6Net])}
 	for _, t := range targets {
 		if !t.exp.After(now) {
 			continue

@@ -18,8 +18,9 @@ import (
 )
 
 // netlinkTimeout bounds every exchange with the kernel, so a reply that never
-// comes cannot hang the pusher.
-const netlinkTimeout = 30 * time.Second
+// comes cannot hang the pusher. Dumping an interval set is slow (15 s for
+// 100,000 ranges on an idle machine, see bench/nftables.md).
+const netlinkTimeout = 2 * time.Minute
 
 // sendBuffer is the netlink send buffer asked for: room for the largest
 // batch (BatchElements at most 65536 IPv6 elements of about 40 bytes).
