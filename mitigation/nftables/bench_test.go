@@ -93,21 +93,24 @@ func benchFixtureT(b testing.TB, prefixes bool) *fixture {
 // a daemon starting with a full store (creating the table included).
 func BenchmarkPush(b *testing.B) {
 	for _, kind := range []string{"addresses", "prefixes"} {
-		b.Run(kind, func(b *testing.B) {
-			f := benchFixture(b, kind == "prefixes")
-			for b.Loop() {
-				b.StopTimer()
-				exec.Command("ip", "netns", "exec", f.ns.name, "nft", "delete", "table", "inet", "guardd").Run()
-				f.p.have = newState()
-				b.StartTimer()
-				if err := f.p.Reconcile(time.Now()); err != nil {
-					b.Fatal(err)
+		for _, batch := range []int{DefaultBatchElements, 16384} {
+			b.Run(fmt.Sprintf("%s/batch=%d", kind, batch), func(b *testing.B) {
+				f := benchFixture(b, kind == "prefixes")
+				f.p.cfg.BatchElements = batch
+				for b.Loop() {
+					b.StopTimer()
+					exec.Command("ip", "netns", "exec", f.ns.name, "nft", "delete", "table", "inet", "guardd").Run()
+					f.p.have = newState()
+					b.StartTimer()
+					if err := f.p.Reconcile(time.Now()); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.StopTimer()
-			checkCount(b, f, kind)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchN, "ns/ban")
-		})
+				b.StopTimer()
+				checkCount(b, f, kind)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchN, "ns/ban")
+			})
+		}
 	}
 }
 
