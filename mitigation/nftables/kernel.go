@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/nftables"
@@ -33,6 +34,8 @@ type kernel struct {
 	sets    [numSets]*nftables.Set
 	chains  []*nftables.Chain
 	ruleTag [numSets][]byte // rule comment, which marks guardd's rules
+
+	smallBuffer atomic.Bool // SO_SNDBUFFORCE was refused: large batches will be split
 }
 
 func newKernel(cfg Config) *kernel {
@@ -88,7 +91,9 @@ func (k *kernel) conn() (*nftables.Conn, error) {
 			return nil
 		}
 		rc.Control(func(fd uintptr) {
-			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBuffer)
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBuffer) != nil {
+				k.smallBuffer.Store(true)
+			}
 		})
 		return nil
 	})}

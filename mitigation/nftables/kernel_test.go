@@ -156,6 +156,11 @@ func TestFeed(t *testing.T) {
 	f.store.Delete(a.ID)
 	f.poll(t)
 	f.checkSets(t, map[string][]string{"v6net": {"2001:db8:5::/48"}})
+
+	// A mitigation whose action is no longer pushed leaves the set.
+	f.ban(t, "ip.src.prefix", "2001:db8:5::/48", mitigation.ActionBlock, time.Hour)
+	f.poll(t)
+	f.checkSets(t, nil)
 	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 0 {
 		t.Errorf("push errors = %v, want 0", n)
 	}
@@ -389,4 +394,51 @@ func TestBatchLandsWhole(t *testing.T) {
 	if n := testutil.ToFloat64(f.p.met.pushErrors); n != 0 {
 		t.Errorf("push errors = %v, want 0", n)
 	}
+}
+
+func TestChains(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"default", Config{}, []string{"chain input {\n\t\ttype filter hook input priority filter; policy accept;"}},
+		{"input and forward at mangle", Config{Hooks: []string{"input", "forward"}, Priority: -150}, []string{
+			"chain input {\n\t\ttype filter hook input priority mangle; policy accept;",
+			"chain forward {\n\t\ttype filter hook forward priority mangle; policy accept;",
+		}},
+		{"sets only", Config{SetsOnly: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.cfg)
+			f.reconcile(t)
+			out := f.ns.run(t, "nft", "list", "table", "inet", "guardd")
+			if got := strings.Count(out, "chain "); got != len(tc.want) {
+				t.Errorf("%d chains, want %d:\n%s", got, len(tc.want), out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+			if len(tc.want) > 0 && strings.Count(out, "counter packets 0 bytes 0 drop") != 4*len(tc.want) {
+				t.Errorf("want 4 drop rules per chain:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestPushWithoutTable: the table deleted between polls fails the next push
+// with errNoStructure (Run then reconciles), and the reconcile restores all.
+func TestPushWithoutTable(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.ban(t, "ip.src", "192.0.2.1", mitigation.ActionFirewall, time.Hour)
+	f.reconcile(t)
+	f.ns.run(t, "nft", "delete", "table", "inet", "guardd")
+	f.ban(t, "ip.src", "192.0.2.2", mitigation.ActionFirewall, time.Hour)
+	if err := f.p.Poll(time.Now()); !errors.Is(err, errNoStructure) {
+		t.Fatalf("Poll = %v, want errNoStructure", err)
+	}
+	f.reconcile(t)
+	f.checkSets(t, map[string][]string{"v4": {"192.0.2.1", "192.0.2.2"}})
 }

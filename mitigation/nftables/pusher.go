@@ -42,6 +42,7 @@ type Pusher struct {
 	cursor  uint64            // of the change feed
 	have    state             // what the kernel holds, as far as the pusher knows
 
+	warnedBuffer  bool
 	reconciled    bool // once: the first reconcile creates and fills, it repairs nothing
 	needReconcile bool
 	retryAt       time.Time     // earliest retry of a failed reconcile
@@ -141,6 +142,10 @@ func (p *Pusher) Reconcile(now time.Time) error {
 	}
 	if repaired && p.reconciled {
 		p.log.Warn("table, set, chain or rule was missing or altered; recreated")
+	}
+	if p.kern.smallBuffer.Load() && !p.warnedBuffer {
+		p.warnedBuffer = true
+		p.log.Warn("netlink send buffer could not be raised (SO_SNDBUFFORCE needs CAP_NET_ADMIN); batches over about 200 KiB will fail and be split")
 	}
 	p.resync(now)
 	have, err := p.kern.read(now)
