@@ -3,6 +3,7 @@ package nftables
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,11 @@ type Config struct {
 	// holds); 128 bans the address alone. Prefix mitigations are pushed as
 	// they are.
 	IPv6Bits int
+	// Allowlist holds the networks that are never mitigated (pass the
+	// store's allowlist): an IPv6 address whose widened prefix would
+	// overlap one is banned alone, in the v6 set. The store already refuses
+	// mitigations on allowlisted addresses and prefixes themselves.
+	Allowlist []netip.Prefix
 	// BatchElements caps the set elements in one netlink batch; 0 means
 	// DefaultBatchElements. A prefix counts as two (start and end).
 	BatchElements int
@@ -143,6 +149,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = DefaultReconcileInterval
 	}
+	allow := make([]netip.Prefix, len(c.Allowlist))
+	for i, p := range c.Allowlist {
+		if !p.IsValid() {
+			return c, fmt.Errorf("nftables: allowlist prefix %d is invalid", i+1)
+		}
+		allow[i] = p.Masked()
+	}
+	c.Allowlist = allow
 	if c.NetNSFd < 0 {
 		return c, fmt.Errorf("nftables: netns fd %d is negative", c.NetNSFd)
 	}

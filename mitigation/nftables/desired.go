@@ -69,11 +69,13 @@ type target struct {
 	exp  time.Time
 }
 
-// classify returns the target of m, or false when m is not pushed: another
-// action, a scope other than one ip.src or ip.src.prefix pair, or a value
-// that does not parse (the store canonicalises, so that is not expected).
-func classify(m mitigation.Mitigation, actions []mitigation.Action, v6bits int) (target, bool) {
-	if len(m.Scope) != 1 || !slices.Contains(actions, m.Action) {
+// classify returns the target of m under cfg, or false when m is not pushed:
+// another action, a scope other than one ip.src or ip.src.prefix pair, or a
+// value that does not parse (the store canonicalises, so that is not
+// expected). A single IPv6 address is widened to cfg.IPv6Bits unless the
+// wider prefix would overlap cfg.Allowlist.
+func classify(m mitigation.Mitigation, cfg Config) (target, bool) {
+	if len(m.Scope) != 1 || !slices.Contains(cfg.Actions, m.Action) {
 		return target{}, false
 	}
 	t := target{exp: ceilSecond(m.Expires)}
@@ -87,8 +89,8 @@ func classify(m mitigation.Mitigation, actions []mitigation.Action, v6bits int) 
 		switch {
 		case a.Is4():
 			t.set, t.addr = setV4, a
-		case v6bits < 128:
-			t.set, t.pfx = setV6Net, netip.PrefixFrom(a, v6bits).Masked()
+		case cfg.IPv6Bits < 128 && !allowed(cfg.Allowlist, netip.PrefixFrom(a, cfg.IPv6Bits).Masked()):
+			t.set, t.pfx = setV6Net, netip.PrefixFrom(a, cfg.IPv6Bits).Masked()
 		default:
 			t.set, t.addr = setV6, a
 		}
@@ -109,6 +111,16 @@ func classify(m mitigation.Mitigation, actions []mitigation.Action, v6bits int) 
 		return target{}, false
 	}
 	return t, true
+}
+
+// allowed reports whether p overlaps a prefix of the allowlist.
+func allowed(allow []netip.Prefix, p netip.Prefix) bool {
+	for _, a := range allow {
+		if a.Overlaps(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // ceilSecond rounds t up to a whole second: element timeouts are whole

@@ -35,6 +35,7 @@ func TestConfig(t *testing.T) {
 		{"ipv6 bits", Config{IPv6Bits: 129}, "ipv6_bits 129"},
 		{"batch", Config{BatchElements: 1}, "batch_elements 1"},
 		{"poll", Config{PollInterval: -1}, "poll_interval"},
+		{"allowlist", Config{Allowlist: []netip.Prefix{{}}}, "allowlist prefix 1 is invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := New(tc.cfg, &fakeSource{}, nil, nil)
@@ -71,13 +72,16 @@ func mit(id uint64, a mitigation.Action, name, value string, ttl time.Duration) 
 }
 
 func TestClassify(t *testing.T) {
-	fw := []mitigation.Action{mitigation.ActionFirewall}
+	allow := []netip.Prefix{netip.MustParsePrefix("2001:db8:aa::1/128")}
 	for _, tc := range []struct {
 		name string
 		m    mitigation.Mitigation
 		bits int
 		want string // set:element, "" for not pushed
 	}{
+		{"v6 beside an allowlisted address", mit(1, mitigation.ActionFirewall, "ip.src", "2001:db8:aa::7", time.Hour), 64, "v6:2001:db8:aa::7"},
+		{"v6 widened to /48 over it", mit(1, mitigation.ActionFirewall, "ip.src", "2001:db8:aa:1::7", time.Hour), 48, "v6:2001:db8:aa:1::7"},
+		{"v6 elsewhere widened", mit(1, mitigation.ActionFirewall, "ip.src", "2001:db8:ab::7", time.Hour), 64, "v6net:2001:db8:ab::/64"},
 		{"v4", mit(1, mitigation.ActionFirewall, "ip.src", "192.0.2.1", time.Hour), 64, "v4:192.0.2.1"},
 		{"mapped", mit(1, mitigation.ActionFirewall, "ip.src", "::ffff:192.0.2.1", time.Hour), 64, "v4:192.0.2.1"},
 		{"v6 as /64", mit(1, mitigation.ActionFirewall, "ip.src", "2001:db8::1", time.Hour), 64, "v6net:2001:db8::/64"},
@@ -91,7 +95,11 @@ func TestClassify(t *testing.T) {
 		{"two pairs", mitigation.Mitigation{Action: mitigation.ActionFirewall, Scope: mitigation.Scope{{Name: "ip.src", Value: "192.0.2.1"}, {Name: "http.path", Value: "/"}}}, 64, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tg, ok := classify(tc.m, fw, tc.bits)
+			cfg, err := Config{IPv6Bits: tc.bits, Allowlist: allow}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg, ok := classify(tc.m, cfg)
 			got := ""
 			if ok {
 				got = setNames[tg.set] + ":" + tg.addr.String()
@@ -173,7 +181,7 @@ func TestDesired(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			targets := map[uint64]target{}
 			for _, m := range tc.ms {
-				if tg, ok := classify(m, []mitigation.Action{fw}, 64); ok {
+				if tg, ok := classify(m, Config{Actions: []mitigation.Action{fw}, IPv6Bits: 64}); ok {
 					targets[m.ID] = tg
 				}
 			}

@@ -19,7 +19,8 @@
 //
 //   - Only mitigations whose scope is one ip.src or ip.src.prefix pair, with
 //     an action listed in Config.Actions (default firewall), are pushed. A
-//     single IPv6 address is banned as its /64 by default (Config.IPv6Bits).
+//     single IPv6 address is banned as its /64 by default (Config.IPv6Bits),
+//     or alone when that /64 overlaps Config.Allowlist.
 //   - Every element carries the remaining time of its mitigation as its
 //     timeout (rounded up to the second), so the kernel expires it even if
 //     guardd is stopped. Deleted mitigations are deleted from the set.

@@ -202,7 +202,7 @@ func (p *Pusher) resync(now time.Time) {
 	ms, cursor := p.src.Snapshot(now)
 	clear(p.targets)
 	for _, m := range ms {
-		if t, ok := classify(m, p.cfg.Actions, p.cfg.IPv6Bits); ok {
+		if t, ok := classify(m, p.cfg); ok {
 			p.targets[m.ID] = t
 		}
 	}
@@ -220,7 +220,7 @@ func (p *Pusher) Poll(now time.Time) error {
 	} else {
 		p.cursor = cursor
 		for _, m := range added {
-			t, push := classify(m, p.cfg.Actions, p.cfg.IPv6Bits)
+			t, push := classify(m, p.cfg)
 			_, held := p.targets[m.ID]
 			switch {
 			case push:
