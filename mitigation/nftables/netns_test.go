@@ -78,8 +78,27 @@ type netns struct {
 	fd   int
 }
 
+// sweepOnce deletes namespaces left by earlier test processes of this
+// package that were killed before their cleanup ran: guardd-nft-<pid>-<n>
+// whose pid no longer exists.
+var sweepOnce sync.Once
+
+func sweepStale() {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		var pid, n int
+		if _, err := fmt.Sscanf(e.Name(), "guardd-nft-%d-%d", &pid, &n); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			exec.Command("ip", "netns", "delete", e.Name()).Run()
+		}
+	}
+}
+
 func newNetNS(t testing.TB) *netns {
 	t.Helper()
+	sweepOnce.Do(sweepStale)
 	name := fmt.Sprintf("guardd-nft-%d-%d", os.Getpid(), nsSeq.Add(1))
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Skipf("ip netns add: %v: %s", err, out)
