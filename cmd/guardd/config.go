@@ -14,6 +14,7 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/blocklist"
 	"github.com/guardd/guardd/mitigation/crowdsec"
+	"github.com/guardd/guardd/mitigation/nftables"
 	"github.com/guardd/guardd/shadowban"
 
 	"go.yaml.in/yaml/v3"
@@ -34,6 +35,46 @@ type Config struct {
 	Shadowban       shadowban.Config      `yaml:"shadowban"`
 	CrowdSec        CrowdSecConfig        `yaml:"crowdsec"`
 	Blocklist       BlocklistConfig       `yaml:"blocklist"`
+	Firewall        FirewallConfig        `yaml:"firewall"`
+}
+
+// FirewallConfig pushes mitigations to the host's packet filter.
+type FirewallConfig struct {
+	// NFTables, when present, keeps nftables sets in step (docs/firewall.md).
+	NFTables *NFTablesConfig `yaml:"nftables"`
+}
+
+// NFTablesConfig is the nftables pusher's configuration; zero values are its
+// defaults (table inet guardd, input hook, action firewall only, IPv6 bans
+// widened to /64).
+type NFTablesConfig struct {
+	Table             string        `yaml:"table"`
+	Family            string        `yaml:"family"`
+	Hooks             []string      `yaml:"hooks"`
+	Priority          int           `yaml:"priority"`
+	SetsOnly          bool          `yaml:"sets_only"`
+	SetPrefix         string        `yaml:"set_prefix"`
+	Actions           []string      `yaml:"actions"`
+	IPv6Bits          int           `yaml:"ipv6_bits"`
+	BatchElements     int           `yaml:"batch_elements"`
+	PollInterval      time.Duration `yaml:"poll_interval"`
+	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
+}
+
+// pusherConfig maps the YAML onto the nftables package's Config.
+func (c *Config) pusherConfig() (nftables.Config, error) {
+	n := c.Firewall.NFTables
+	pc := nftables.Config{Table: n.Table, Family: n.Family, Hooks: n.Hooks, Priority: n.Priority, SetsOnly: n.SetsOnly,
+		SetPrefix: n.SetPrefix, IPv6Bits: n.IPv6Bits, BatchElements: n.BatchElements, PollInterval: n.PollInterval,
+		ReconcileInterval: n.ReconcileInterval, Allowlist: mustPrefixes(c.Mitigation.Allowlist.CIDRs)}
+	for i, a := range n.Actions {
+		act, err := mitigation.ParseAction(a)
+		if err != nil {
+			return pc, fmt.Errorf("firewall.nftables.actions[%d]: %w", i, err)
+		}
+		pc.Actions = append(pc.Actions, act)
+	}
+	return pc, nil
 }
 
 // CrowdSecConfig serves the CrowdSec bouncer API (docs/firewall.md).
@@ -197,6 +238,12 @@ func (c *Config) validate() error {
 	}
 	if c.Counting.MaxKeys < 0 {
 		return fmt.Errorf("counting.max_keys: %d: want 0 (default) or more", c.Counting.MaxKeys)
+	}
+	if c.Firewall.NFTables != nil {
+		// The pusher itself validates the rest when the daemon builds it.
+		if _, err := c.pusherConfig(); err != nil {
+			return err
+		}
 	}
 	if _, err := shadowban.New(c.Shadowban); err != nil {
 		return err

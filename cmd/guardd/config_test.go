@@ -72,3 +72,18 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestFirewallConfig(t *testing.T) {
+	var cfg Config
+	err := decodeConfig([]byte("firewall:\n  nftables:\n    table: filter\n    sets_only: true\n    actions: [block, firewall]\n    ipv6_bits: 56\n"), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := cfg.pusherConfig()
+	if err != nil || pc.Table != "filter" || !pc.SetsOnly || len(pc.Actions) != 2 || pc.IPv6Bits != 56 {
+		t.Fatalf("pusher config %+v, %v", pc, err)
+	}
+	if err := decodeConfig([]byte("firewall:\n  nftables:\n    actions: [nuke]\n"), &cfg); err == nil || !strings.Contains(err.Error(), "firewall.nftables.actions[0]") {
+		t.Fatalf("bad action: %v", err)
+	}
+}

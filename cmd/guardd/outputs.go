@@ -8,6 +8,7 @@ import (
 
 	"github.com/guardd/guardd/mitigation/blocklist"
 	"github.com/guardd/guardd/mitigation/crowdsec"
+	"github.com/guardd/guardd/mitigation/nftables"
 )
 
 // output is a component that takes mitigations to firewalls: it runs until
@@ -44,6 +45,20 @@ func (d *daemon) buildOutputs(cfg *Config) error {
 			return fmt.Errorf("blocklist.listen: %w", err)
 		}
 		d.outputs = append(d.outputs, output{"blocklist", func(ctx context.Context) error { return serve(ctx, ln, h) }})
+	}
+	if cfg.Firewall.NFTables != nil {
+		pc, err := cfg.pusherConfig()
+		if err != nil {
+			return err
+		}
+		p, err := nftables.New(pc, d.store, d.reg, d.log)
+		if err != nil {
+			return fmt.Errorf("firewall.nftables: %w", err)
+		}
+		d.outputs = append(d.outputs, output{"nftables", func(ctx context.Context) error {
+			defer p.Close()
+			return p.Run(ctx)
+		}})
 	}
 	if cfg.Blocklist.NginxGeo != nil {
 		geo, err := blocklist.NewGeo(*cfg.Blocklist.NginxGeo, d.store, d.reg, d.log)
