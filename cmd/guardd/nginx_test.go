@@ -137,37 +137,20 @@ func TestNginxEndToEnd(t *testing.T) {
 	defer app.Close()
 
 	// guardd, tailing the log nginx will write.
-	accessLog := filepath.Join(dir, "access.log")
-	os.WriteFile(accessLog, nil, 0o644)
 	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
 	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
 	os.WriteFile(filepath.Join(dir, "rules", "invite.rego"), []byte(inviteRule), 0o644)
 	format := `log_format guardd '$remote_addr - $remote_user [$time_local] "$request" ' '$status $body_bytes_sent "$http_referer" "$http_user_agent" ' '$remote_port $request_time "$host" "$http_x_forwarded_for" ' '"$cookie_session" $request_id';`
-	cfgPath := filepath.Join(dir, "guardd.yaml")
-	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+	writeTestConfig(t, dir, fmt.Sprintf(`
 log:
   format: %q
-sources:
-  nginx:
-    paths: [%q]
-    from_start: true
-    poll_interval: 20ms
-decision:
-  listen: 127.0.0.1:0
-admin:
-  listen: 127.0.0.1:0
-rules:
-  disable_builtin: true
-  dirs: [%q]
-mitigation:
-  state_dir: %q
 shadowban:
   routes:
     - method: POST
       path: /api/invite
       body: '{"ok":true}'
-`, format, accessLog, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))), 0o644)
-	td := startDaemonFrom(t, cfgPath)
+`, format))
+	td := startDaemon(t, dir)
 
 	port := freePort(t)
 	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
@@ -263,11 +246,6 @@ shadowban:
 	if code, body := do(t, client("127.0.0.10"), "GET", base+"/"); code != 200 || !strings.Contains(body, "hello from the app") {
 		t.Fatalf("with guardd down: %d %q, want fail-open 200", code, body)
 	}
-}
-
-func startDaemonFrom(t *testing.T, cfgPath string) *testDaemon {
-	dir := filepath.Dir(cfgPath)
-	return startDaemon(t, dir)
 }
 
 func freePort(t *testing.T) int {

@@ -22,20 +22,12 @@ func TestDaemonOutputs(t *testing.T) {
 	dir := t.TempDir()
 	csAddr, blAddr := freeAddr(t), freeAddr(t)
 	geo := filepath.Join(dir, "guardd-blocked.conf")
-	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
-	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
-	os.WriteFile(filepath.Join(dir, "access.log"), nil, 0o644)
-	os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(fmt.Sprintf(`
-sources: {nginx: {paths: [%q]}}
-decision: {listen: 127.0.0.1:0}
-admin: {listen: 127.0.0.1:0}
-rules: {disable_builtin: true, dirs: [%q]}
-mitigation: {state_dir: %q}
+	writeTestConfig(t, dir, fmt.Sprintf(`
 crowdsec: {listen: %q}
 blocklist:
   listen: %q
   nginx_geo: {path: %q, poll_interval: 20ms}
-`, filepath.Join(dir, "access.log"), filepath.Join(dir, "rules"), filepath.Join(dir, "state"), csAddr, blAddr, geo)), 0o644)
+`, csAddr, blAddr, geo))
 	os.MkdirAll(filepath.Join(dir, "state"), 0o700)
 	key, err := crowdsec.AddBouncer(filepath.Join(dir, "state", crowdsec.KeyFileName), "fw-test", time.Now())
 	if err != nil {

@@ -37,6 +37,32 @@ count if {
 mitigate if true
 `
 
+// writeTestConfig writes dir/guardd.yaml for a daemon on loopback that
+// follows dir/access.log (from its start) with the rules in dir/rules (the
+// test login rule when there is none) and keeps state in dir/state. extra is
+// YAML appended for what a test adds (top-level keys the base does not use).
+func writeTestConfig(t *testing.T, dir, extra string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "rules")); err != nil {
+		os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+		os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
+	}
+	log := filepath.Join(dir, "access.log")
+	if _, err := os.Stat(log); err != nil {
+		os.WriteFile(log, nil, 0o644)
+	}
+	base := fmt.Sprintf(`
+sources: {nginx: {paths: [%q], poll_interval: 20ms, from_start: true}}
+decision: {listen: 127.0.0.1:0}
+admin: {listen: 127.0.0.1:0}
+rules: {disable_builtin: true, dirs: [%q]}
+mitigation: {state_dir: %q}
+`, log, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))
+	if err := os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(base+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type testDaemon struct {
 	d      *daemon
 	cancel context.CancelFunc
@@ -50,25 +76,7 @@ func startDaemon(t *testing.T, dir string) *testDaemon {
 	t.Helper()
 	td := &testDaemon{dir: dir, log: filepath.Join(dir, "access.log"), config: filepath.Join(dir, "guardd.yaml")}
 	if _, err := os.Stat(td.config); err != nil {
-		os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
-		os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
-		os.WriteFile(td.log, nil, 0o644)
-		os.WriteFile(td.config, []byte(fmt.Sprintf(`
-sources:
-  nginx:
-    paths: [%q]
-    poll_interval: 20ms
-    from_start: true
-decision:
-  listen: 127.0.0.1:0
-admin:
-  listen: 127.0.0.1:0
-rules:
-  disable_builtin: true
-  dirs: [%q]
-mitigation:
-  state_dir: %q
-`, td.log, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))), 0o644)
+		writeTestConfig(t, dir, "")
 	}
 	cfg, err := loadConfig(td.config)
 	if err != nil {

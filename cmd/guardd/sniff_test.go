@@ -39,20 +39,12 @@ func TestDaemonLiveSniff(t *testing.T) {
 		t.Skip("needs root for AF_PACKET capture")
 	}
 	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	os.WriteFile(log, nil, 0o644)
 	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
 	os.WriteFile(filepath.Join(dir, "rules", "ja4.rego"), []byte(liveJA4Rule), 0o644)
-	os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(fmt.Sprintf(`
-log:
-  format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $remote_port'
-sources: {nginx: {paths: [%q], from_start: true, poll_interval: 20ms}}
-decision: {listen: 127.0.0.1:0}
-admin: {listen: 127.0.0.1:0}
-rules: {disable_builtin: true, dirs: [%q]}
-mitigation: {state_dir: %q}
+	writeTestConfig(t, dir, `
+log: {format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $remote_port'}
 fingerprint: {interfaces: [lo]}
-`, log, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))), 0o644)
+`)
 	td := startDaemon(t, dir)
 	defer td.stop(t)
 	time.Sleep(300 * time.Millisecond) // the capture is open
