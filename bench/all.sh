@@ -48,6 +48,9 @@ if command -v goaccess >/dev/null; then
   cpu goaccess "$log" --log-format=COMBINED --no-global-config -o bench/out/goaccess.json
 fi
 
+section "guardd fingerprint beside tshark on the same capture"
+bash bench/fingerprint.sh 2>&1 | tail -12
+
 section "decision API under wrk"
 bash bench/decision.sh 10s 2>&1 | grep -vE "^go: |loaded"
 
