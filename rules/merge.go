@@ -111,7 +111,15 @@ func containsCond(o *operand, needles []string) cond {
 	if !fused {
 		return func(e *characteristics.Event, st *state) bool {
 			v, ok := o.str(e, st)
-			return ok && m.match(v, false)
+			if !ok {
+				return false
+			}
+			if res, hit := st.memoGet(m, v); hit {
+				return res
+			}
+			res := m.match(v, false)
+			st.memoPut(m, v, res)
+			return res
 		}
 	}
 	return func(e *characteristics.Event, st *state) bool {
@@ -119,14 +127,16 @@ func containsCond(o *operand, needles []string) cond {
 		if !ok {
 			return false
 		}
-		if m.match(v, true) {
-			return true
+		if res, hit := st.memoGet(m, v); hit {
+			return res
 		}
-		if isASCII(v) {
-			return false
+		res := m.match(v, true)
+		if !res && !isASCII(v) {
+			lv, _ := o.str(e, st)
+			res = m.match(lv, false)
 		}
-		lv, _ := o.str(e, st)
-		return m.match(lv, false)
+		st.memoPut(m, v, res)
+		return res
 	}
 }
 

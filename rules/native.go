@@ -56,6 +56,39 @@ type state struct {
 	vals []string
 	oks  []bool
 	bufs [][]byte
+
+	// memo remembers multi-needle scans across events: a few user agents
+	// make most of the traffic, and scanning one costs far more than
+	// comparing it. Keys are copies, so they never alias an event's buffer.
+	memo     [32]memoEntry
+	memoNext int
+}
+
+type memoEntry struct {
+	m   *multiContains
+	key []byte
+	res bool
+}
+
+// memoMax is the longest value remembered; longer ones are scanned each time.
+const memoMax = 512
+
+func (st *state) memoGet(m *multiContains, v string) (res, ok bool) {
+	for i := range st.memo {
+		if e := &st.memo[i]; e.m == m && string(e.key) == v {
+			return e.res, true
+		}
+	}
+	return false, false
+}
+
+func (st *state) memoPut(m *multiContains, v string, res bool) {
+	if len(v) > memoMax {
+		return
+	}
+	e := &st.memo[st.memoNext]
+	st.memoNext = (st.memoNext + 1) % len(st.memo)
+	e.m, e.key, e.res = m, append(e.key[:0], v...), res
 }
 
 // next invalidates every cached value.
