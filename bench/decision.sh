@@ -25,7 +25,7 @@ decision: {listen: 127.0.0.1:19480}
 admin: {listen: 127.0.0.1:19481}
 mitigation: {state_dir: "$out/state"}
 YAML
-"$out/guardd" run --config "$out/guardd.yaml" --log-level warn 2> "$out/guardd.log" &
+GOMAXPROCS=${GOMAXPROCS:-2} GOGC=${GOGC:-100} "$out/guardd" run --config "$out/guardd.yaml" --log-level warn 2> "$out/guardd.log" &
 gpid=$!
 cat > "$out/nginx.conf" <<NGINX
 daemon off; worker_processes 1; user root; pid $out/nginx.pid; error_log $out/nginx.err;
