@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
 )
 
@@ -79,7 +80,10 @@ type statusJSON struct {
 
 func (d *daemon) status(w http.ResponseWriter, r *http.Request) {
 	p := d.pipe.Load()
-	st := statusJSON{Uptime: time.Since(d.started).Round(time.Second).String(), ByAction: map[string]int{}, Tail: d.tailer.Stats()}
+	st := statusJSON{Uptime: time.Since(d.started).Round(time.Second).String(), ByAction: map[string]int{}, Tail: tail.Stats{}}
+	if ts := d.tailStats.Load(); ts != nil {
+		st.Tail = *ts
+	}
 	for _, rl := range p.rules.Rules() {
 		st.Rules = append(st.Rules, rl.Name)
 	}

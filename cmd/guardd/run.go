@@ -95,6 +95,9 @@ type daemon struct {
 	outputs             []output    // firewall-facing components
 	decisionLn, adminLn net.Listener
 	lastEvent           atomic.Int64 // unix nanoseconds of the newest event read
+	// tailStats is a copy of the tailer's counters, published from its own
+	// goroutine (the only one that may read them while it runs).
+	tailStats atomic.Pointer[tail.Stats]
 }
 
 type daemonMetrics struct {
@@ -386,6 +389,8 @@ func (d *daemon) runTail(ctx context.Context) error {
 			d.lastEvent.Store(newest)
 		}
 		lastPos = &pos
+		st := d.tailer.Stats()
+		d.tailStats.Store(&st)
 		if time.Since(lastSave) > time.Second {
 			save(pos)
 		}
