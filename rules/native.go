@@ -877,6 +877,13 @@ func (tr *translator) anyMatch(op string, x, arg *ast.Term) (cond, condSig, erro
 	if _, ok := arg.Value.(ast.Object); ok {
 		return nil, condSig{}, unsup("%s over an object", op)
 	}
+	return tr.stringCond(x, newAffixSet(strs, op == "strings.any_suffix_match").match)
+}
+
+// stringCond is the condition that x is a string that match accepts. A
+// non-string operand is a type error in OPA, so the expression is undefined:
+// false.
+func (tr *translator) stringCond(x *ast.Term, match func(string) bool) (cond, condSig, error) {
 	o, err := tr.operand(x)
 	if err != nil {
 		return nil, condSig{}, err
@@ -884,10 +891,9 @@ func (tr *translator) anyMatch(op string, x, arg *ast.Term) (cond, condSig, erro
 	if o.typ != tString {
 		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
 	}
-	m := newAffixSet(strs, op == "strings.any_suffix_match")
 	return func(e *characteristics.Event, st *state) bool {
 		v, ok := o.str(e, st)
-		return ok && m.match(v)
+		return ok && match(v)
 	}, condSig{}, nil
 }
 
@@ -996,17 +1002,7 @@ func (tr *translator) regex(pat, x *ast.Term) (cond, condSig, error) {
 	if err != nil {
 		return nil, condSig{}, unsup("regex.match with an invalid pattern: %v", err)
 	}
-	o, err := tr.operand(x)
-	if err != nil {
-		return nil, condSig{}, err
-	}
-	if o.typ != tString {
-		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
-	}
-	return func(e *characteristics.Event, st *state) bool {
-		v, ok := o.str(e, st)
-		return ok && re.MatchString(v)
-	}, condSig{}, nil
+	return tr.stringCond(x, re.MatchString)
 }
 
 func (tr *translator) glob(pat, delims, x *ast.Term) (cond, condSig, error) {
@@ -1045,17 +1041,7 @@ func (tr *translator) glob(pat, delims, x *ast.Term) (cond, condSig, error) {
 	if err != nil {
 		return nil, condSig{}, unsup("glob.match with an invalid pattern: %v", err)
 	}
-	o, err := tr.operand(x)
-	if err != nil {
-		return nil, condSig{}, err
-	}
-	if o.typ != tString {
-		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
-	}
-	return func(e *characteristics.Event, st *state) bool {
-		v, ok := o.str(e, st)
-		return ok && g.Match(v)
-	}, condSig{}, nil
+	return tr.stringCond(x, g.Match)
 }
 
 func (tr *translator) cidr(netT, x *ast.Term) (cond, condSig, error) {
