@@ -16,17 +16,8 @@ if [ "$(id -u)" = 0 ] && { ! command -v wrk >/dev/null || ! [ -x /usr/sbin/nginx
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
   apt-get update -qq && apt-get install -y -qq wrk nginx-light >/dev/null
 fi
-go build -o "$out/guardd" ./cmd/guardd
-go build -o "$out/daemonbench" ./bench/daemonbench
-: > "$out/access.log"
-cat > "$out/guardd.yaml" <<YAML
-sources: {nginx: {paths: ["$out/access.log"]}}
-decision: {listen: 127.0.0.1:19480}
-admin: {listen: 127.0.0.1:19481}
-mitigation: {state_dir: "$out/state"}
-YAML
-GOMAXPROCS=${GOMAXPROCS:-2} GOGC=${GOGC:-100} "$out/guardd" run --config "$out/guardd.yaml" --log-level warn 2> "$out/guardd.log" &
-gpid=$!
+. bench/lib.sh
+start_guardd "$out" 19480 19481
 cat > "$out/nginx.conf" <<NGINX
 daemon off; worker_processes 1; user root; pid $out/nginx.pid; error_log $out/nginx.err;
 events { worker_connections 1024; }
@@ -37,7 +28,6 @@ NGINX
 npid=$!
 cleanup() { kill "$gpid" "$npid" 2>/dev/null || true; wait "$gpid" "$npid" 2>/dev/null || true; }
 trap cleanup EXIT
-for _ in $(seq 100); do curl -sf http://127.0.0.1:19481/healthz >/dev/null && break; sleep 0.1; done
 "$out/daemonbench" load -admin 127.0.0.1:19481 -token "$out/state/admin.token" -n 100000
 
 # Clients: 1 in 10 from a banned address, the rest from 10,000 others.
