@@ -448,7 +448,9 @@ func maybeMethodStart(b []byte) bool {
 func splitRequestLine(l []byte) (method, target, version []byte, ok bool) {
 	i := bytes.IndexByte(l, ' ')
 	j := bytes.LastIndexByte(l, ' ')
-	if i <= 0 || j <= i {
+	// The method bound is maybeMethodStart's, so a line is judged the same
+	// whether its method arrived whole or in pieces.
+	if i <= 0 || i > maxMethodLen || j <= i {
 		return nil, nil, nil, false
 	}
 	method, target, version = l[:i], l[i+1:j], l[j+1:]
