@@ -13,8 +13,8 @@
 //     SOCKSPreamble measures a SOCKS4/4a/5 preamble to skip, and FindHello
 //     finds a hello behind an unknown preamble such as STARTTLS.
 //   - Parsing and scanning reuse the caller's ClientHello and Scanner and do
-//     not allocate once their buffers have grown; Compute allocates only the
-//     strings it returns.
+//     not allocate once their buffers have grown; Compute allocates two
+//     strings, whose substrings are the fingerprints it returns.
 //
 // It gives up:
 //   - DTLS (not parsed), and JA3 for SSLv2-compatible hellos (none is defined:

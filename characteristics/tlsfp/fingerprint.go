@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Options changes how fingerprints are computed. The zero value follows the
@@ -35,37 +34,23 @@ func IsGREASE(v uint16) bool {
 const hexDigits = "0123456789abcdef"
 
 // Compute fingerprints a parsed ClientHello. transport is 't' for TLS over
-// TCP and 'q' for QUIC (it is JA4's first character). It allocates only the
-// strings it returns.
+// TCP and 'q' for QUIC (it is JA4's first character).
+//
+// It allocates two strings (three with an uncommon ALPN): the short fields
+// (SNI and the hashes) share one backing array and the long raw strings
+// (JA3, JA3N, JA4_r, JA4_ro) another, so a caller that keeps only the short
+// ones (a join table) does not keep the long ones alive.
 func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
 	var fp Fingerprint
-	fp.SNI = strings.Clone(ch.SNI)
 	fp.ALPN = alpnString(ch.ALPN)
 
-	var scratch [1024]byte
-	buf := scratch[:0]
-
-	if !ch.SSLv2 {
-		buf = appendJA3(buf[:0], ch, false)
-		fp.JA3, fp.JA3Hash = md5Pair(buf)
-		buf = appendJA3(buf[:0], ch, true)
-		fp.JA3N, fp.JA3NHash = md5Pair(buf)
-	}
-
-	// Non-GREASE ciphers and extensions, kept in a stack array when small.
-	var cs, es [128]uint16
-	ciphers := cs[:0]
-	for _, c := range ch.Ciphers {
-		if !IsGREASE(c) {
-			ciphers = append(ciphers, c)
-		}
-	}
-	exts := es[:0]
-	for _, e := range ch.Extensions {
-		if !IsGREASE(e) {
-			exts = append(exts, e)
-		}
-	}
+	// Non-GREASE ciphers and extensions in wire order, and sorted copies,
+	// kept in stack arrays when small.
+	var cs, es, css, ess [64]uint16
+	ciphers := appendNonGREASE(cs[:0], ch.Ciphers)
+	exts := appendNonGREASE(es[:0], ch.Extensions)
+	sortedCiphers := sortU16(append(css[:0], ciphers...))
+	sortedExts := sortU16(append(ess[:0], exts...))
 
 	var a [10]byte
 	a[0] = transport
@@ -79,65 +64,123 @@ func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
 	put2(a[6:8], len(exts))
 	a[8], a[9] = alpnChars(ch, opts.LegacyALPN)
 
-	// Original order first, then sort in place for the sorted variants.
-	var sb, sc [1024]byte
-	bO := appendHex4List(sb[:0], ciphers)
-	cO := appendExtSig(sc[:0], exts, ch.SigAlgs, false)
-	hbO, hcO := hash12(bO), hash12(cO)
-	fp.JA4RO = join3(buf[:0], a[:], bO, cO)
+	// The long strings, one after the other: JA3, JA3N, JA4_r, JA4_ro.
+	var lb [2048]byte
+	long := lb[:0]
+	var ja3, ja3n [2]int // [start, end) in long
+	if !ch.SSLv2 {
+		long = strconv.AppendUint(long, uint64(ch.LegacyVersion), 10)
+		long = append(long, ',')
+		long = appendDecList(long, ciphers)
+		long = append(long, ',')
+		extStart := len(long)
+		long = appendDecList(long, exts)
+		extEnd := len(long)
+		long = append(long, ',')
+		long = appendDecList(long, ch.Groups)
+		long = append(long, ',')
+		for i, p := range ch.PointFormats {
+			if i > 0 {
+				long = append(long, '-')
+			}
+			long = appendDec(long, uint16(p))
+		}
+		ja3 = [2]int{0, len(long)}
+		// JA3N differs from JA3 only in the order of the extensions.
+		long = append(long, long[:extStart]...)
+		long = appendDecList(long, sortedExts)
+		long = append(long, long[extEnd:ja3[1]]...)
+		ja3n = [2]int{ja3[1], len(long)}
+	}
+	var ja4r, ja4ro, bS, cS, bO, cO [2]int
+	ja4r[0] = len(long)
+	long, bS, cS = appendJA4Raw(long, &a, sortedCiphers, sortedExts, ch.SigAlgs, true)
+	ja4r[1] = len(long)
+	ja4ro[0] = len(long)
+	long, bO, cO = appendJA4Raw(long, &a, ciphers, exts, ch.SigAlgs, false)
+	ja4ro[1] = len(long)
 
-	slices.Sort(ciphers)
-	slices.Sort(exts)
-	bS := appendHex4List(bO[:0], ciphers)
-	cS := appendExtSig(cO[:0], exts, ch.SigAlgs, true)
-	hbS, hcS := hash12(bS), hash12(cS)
-	fp.JA4R = join3(buf[:0], a[:], bS, cS)
-	fp.JA4 = join3(buf[:0], a[:], hbS[:], hcS[:])
-	fp.JA4O = join3(buf[:0], a[:], hbO[:], hcO[:])
+	// The short strings: SNI, JA3 hash, JA3N hash, JA4, JA4_o.
+	var sb [512]byte
+	short := append(sb[:0], ch.SNI...)
+	sni := len(short)
+	if !ch.SSLv2 {
+		short = appendMD5Hex(short, long[ja3[0]:ja3[1]])
+		short = appendMD5Hex(short, long[ja3n[0]:ja3n[1]])
+	}
+	hashes := len(short)
+	short = appendJA4(short, &a, long[bS[0]:bS[1]], long[cS[0]:cS[1]])
+	short = appendJA4(short, &a, long[bO[0]:bO[1]], long[cO[0]:cO[1]])
+
+	l, s := string(long), string(short)
+	if !ch.SSLv2 {
+		fp.JA3, fp.JA3N = l[ja3[0]:ja3[1]], l[ja3n[0]:ja3n[1]]
+		fp.JA3Hash, fp.JA3NHash = s[sni:sni+32], s[sni+32:sni+64]
+	}
+	fp.JA4R, fp.JA4RO = l[ja4r[0]:ja4r[1]], l[ja4ro[0]:ja4ro[1]]
+	fp.SNI = s[:sni]
+	fp.JA4, fp.JA4O = s[hashes:hashes+ja4Len], s[hashes+ja4Len:hashes+2*ja4Len]
 	return fp
 }
 
-func join3(buf, a, b, c []byte) string {
-	buf = append(buf, a...)
+// ja4Len is the length of JA4 and JA4_o: part a, then two 12-digit hashes.
+const ja4Len = 10 + 1 + 12 + 1 + 12
+
+// appendJA4Raw appends a_b_c, where b is the ciphers in hex and c JA4's
+// part-c input (see appendExtSig), and returns where b and c are in buf.
+func appendJA4Raw(buf []byte, a *[10]byte, ciphers, exts, sigalgs []uint16, dropSNIALPN bool) ([]byte, [2]int, [2]int) {
+	buf = append(buf, a[:]...)
 	buf = append(buf, '_')
-	buf = append(buf, b...)
+	b0 := len(buf)
+	buf = appendHex4List(buf, ciphers)
+	b1 := len(buf)
 	buf = append(buf, '_')
-	buf = append(buf, c...)
-	return string(buf)
+	c0 := len(buf)
+	buf = appendExtSig(buf, exts, sigalgs, dropSNIALPN)
+	return buf, [2]int{b0, b1}, [2]int{c0, len(buf)}
 }
 
-func md5Pair(b []byte) (string, string) {
+// appendJA4 appends a_hash12(b)_hash12(c).
+func appendJA4(buf []byte, a *[10]byte, b, c []byte) []byte {
+	hb, hc := hash12(b), hash12(c)
+	buf = append(buf, a[:]...)
+	buf = append(buf, '_')
+	buf = append(buf, hb[:]...)
+	buf = append(buf, '_')
+	return append(buf, hc[:]...)
+}
+
+func appendMD5Hex(buf, b []byte) []byte {
 	sum := md5.Sum(b)
 	var h [32]byte
 	hex.Encode(h[:], sum[:])
-	return string(b), string(h[:])
+	return append(buf, h[:]...)
 }
 
-// appendJA3 writes the JA3 string; sorted=true writes JA3N (extension types
-// in ascending numeric order).
-func appendJA3(buf []byte, ch *ClientHello, sorted bool) []byte {
-	buf = strconv.AppendUint(buf, uint64(ch.LegacyVersion), 10)
-	buf = append(buf, ',')
-	buf = appendDecList(buf, ch.Ciphers)
-	buf = append(buf, ',')
-	if sorted {
-		var es [128]uint16
-		exts := append(es[:0], ch.Extensions...)
-		slices.Sort(exts)
-		buf = appendDecList(buf, exts)
-	} else {
-		buf = appendDecList(buf, ch.Extensions)
-	}
-	buf = append(buf, ',')
-	buf = appendDecList(buf, ch.Groups)
-	buf = append(buf, ',')
-	for i, p := range ch.PointFormats {
-		if i > 0 {
-			buf = append(buf, '-')
+func appendNonGREASE(dst, vs []uint16) []uint16 {
+	for _, v := range vs {
+		if !IsGREASE(v) {
+			dst = append(dst, v)
 		}
-		buf = strconv.AppendUint(buf, uint64(p), 10)
 	}
-	return buf
+	return dst
+}
+
+// sortU16 sorts vs in place: insertion sort for the usual short lists.
+func sortU16(vs []uint16) []uint16 {
+	if len(vs) > 48 {
+		slices.Sort(vs)
+		return vs
+	}
+	for i := 1; i < len(vs); i++ {
+		v := vs[i]
+		j := i
+		for ; j > 0 && vs[j-1] > v; j-- {
+			vs[j] = vs[j-1]
+		}
+		vs[j] = v
+	}
+	return vs
 }
 
 // appendDecList writes the non-GREASE values in decimal, joined with '-'.
@@ -151,9 +194,24 @@ func appendDecList(buf []byte, vs []uint16) []byte {
 			buf = append(buf, '-')
 		}
 		first = false
-		buf = strconv.AppendUint(buf, uint64(v), 10)
+		buf = appendDec(buf, v)
 	}
 	return buf
+}
+
+// appendDec writes v in decimal.
+func appendDec(buf []byte, v uint16) []byte {
+	switch {
+	case v < 10:
+		return append(buf, byte('0'+v))
+	case v < 100:
+		return append(buf, byte('0'+v/10), byte('0'+v%10))
+	case v < 1000:
+		return append(buf, byte('0'+v/100), byte('0'+v/10%10), byte('0'+v%10))
+	case v < 10000:
+		return append(buf, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+	}
+	return append(buf, byte('0'+v/10000), byte('0'+v/1000%10), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
 }
 
 func appendHex4(buf []byte, v uint16) []byte {

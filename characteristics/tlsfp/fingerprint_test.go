@@ -503,8 +503,8 @@ func TestComputeAllocs(t *testing.T) {
 	if err := ParseClientHello(helloCases()[0].hello(t), &ch); err != nil {
 		t.Fatal(err)
 	}
-	// The nine returned strings and nothing else.
-	if allocs := testing.AllocsPerRun(100, func() { _ = Compute(&ch, 't', Options{}) }); allocs > 9 {
-		t.Errorf("Compute allocates %.1f times, want <= 9", allocs)
+	// Two backing arrays for the nine strings (ALPN "h2" is a constant).
+	if allocs := testing.AllocsPerRun(100, func() { _ = Compute(&ch, 't', Options{}) }); allocs > 2 {
+		t.Errorf("Compute allocates %.1f times, want <= 2", allocs)
 	}
 }
