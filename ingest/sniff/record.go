@@ -90,11 +90,15 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 (an SNI or a path
 // is attacker-controlled bytes) becomes U+FFFD, as encoding/json does, so every
-// line is valid JSON.
+// line is valid JSON. Runs of eight bytes that need no escaping (fingerprints
+// are all such bytes) are copied without looking at each byte.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i = skipPlain(s, i); i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
@@ -137,4 +141,37 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// skipPlain returns i advanced over the words of eight bytes that need no
+// escaping.
+func skipPlain(s string, i int) int {
+	for ; i+8 <= len(s) && plain8(load64(s, i)); i += 8 {
+	}
+	return i
+}
+
+// load64 reads the eight bytes of s at i, little-endian (one load on amd64).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether none of the eight bytes in x needs escaping or UTF-8
+// checking: each is in 0x20–0x7e and is neither '"' nor '\\'. Each term is
+// non-zero exactly when some byte matches (borrows and carries may mark more
+// bytes, but only next to a byte that does).
+func plain8(x uint64) bool {
+	q, b := x^'"'*ones, x^'\\'*ones
+	bad := (x | (x + ones)) & highs     // >= 0x7f (0xff carries, but is >= 0x80 itself)
+	bad |= (x - 0x20*ones) &^ x & highs // < 0x20
+	bad |= (q - ones) &^ q & highs      // '"'
+	bad |= (b - ones) &^ b & highs      // '\\'
+	return bad == 0
 }
