@@ -1,0 +1,289 @@
+//go:build linux
+
+package http1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echo answers with the method, path and one header, and fails on demand.
+var echo = HandlerFunc(func(w *Response, r *Request) {
+	switch r.Path() {
+	case "/panic":
+		panic("test panic")
+	case "/big":
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write([]byte(strings.Repeat("x", 4<<20)))
+		return
+	case "/empty":
+		w.SetStatus(http.StatusNoContent)
+		return
+	}
+	w.AddHeader("X-Method", []byte(r.Method))
+	w.Header().Set("X-Test", r.Get("x-test"))
+	w.Write([]byte(r.Path()))
+})
+
+func startServer(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	if cfg.Handler == nil {
+		cfg.Handler = echo
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		ln.Close()
+		if n := s.Stats().Conns; n != 0 {
+			t.Errorf("%d connections open after Serve returned", n)
+		}
+	})
+	return s, ln.Addr().String()
+}
+
+func TestServeKeepAlive(t *testing.T) {
+	_, addr := startServer(t, Config{Loops: 2})
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for i := range 200 {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/a/b?c=d", nil)
+		req.Header.Set("X-Test", "v")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "/a/b" || resp.Header.Get("X-Method") != "GET" ||
+			resp.Header.Get("X-Test") != "v" || resp.Header.Get("Date") == "" {
+			t.Fatalf("request %d: %d %q %v", i, resp.StatusCode, body, resp.Header)
+		}
+	}
+	// HEAD: the length the GET would have, no body.
+	resp, err := client.Head("http://" + addr + "/abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ContentLength != 4 {
+		t.Errorf("HEAD: %d length %d", resp.StatusCode, resp.ContentLength)
+	}
+}
+
+// raw sends b on a new connection and returns everything read until the
+// server closes it or goes quiet for 300ms.
+func raw(t *testing.T, addr string, parts ...string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range parts {
+		if _, err := c.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+func TestServeRaw(t *testing.T) {
+	_, addr := startServer(t, Config{MaxHeadBytes: 512})
+	tests := []struct {
+		name  string
+		parts []string
+		want  []string // substrings, in order
+		not   []string
+	}{
+		{name: "pipelined", parts: []string{"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HTTP/1.1\r\nHost: a\r\n\r\n"},
+			want: []string{"HTTP/1.1 200 OK\r\n", "\r\n\r\n/1", "\r\n\r\n/2", "\r\n\r\n/3"}},
+		{name: "byte by byte", parts: strings.Split("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n", ""),
+			want: []string{"HTTP/1.1 200 OK\r\n", "/slow"}},
+		{name: "body discarded", parts: []string{"POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n01234", "56789GET /after HTTP/1.1\r\nHost: a\r\n\r\n"},
+			want: []string{"\r\n\r\n/p", "\r\n\r\n/after"}},
+		{name: "bad head closes", parts: []string{"GET / HTTP/1.1\r\nHost : a\r\n\r\nGET /never HTTP/1.1\r\nHost: a\r\n\r\n"},
+			want: []string{"HTTP/1.1 400 Bad Request\r\n", "Connection: close\r\n"}, not: []string{"/never"}},
+		{name: "too large", parts: []string{"GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("y", 600) + "\r\n\r\n"},
+			want: []string{"HTTP/1.1 431 Request Header Fields Too Large\r\n"}},
+		{name: "chunked", parts: []string{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+			want: []string{"HTTP/1.1 501 Not Implemented\r\n"}},
+		{name: "HTTP/2 preface", parts: []string{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"}, want: []string{"HTTP/1.1 505 "}},
+		{name: "1.0 closes", parts: []string{"GET /x HTTP/1.0\r\n\r\nGET /never HTTP/1.0\r\n\r\n"},
+			want: []string{"HTTP/1.1 200 OK\r\n", "Connection: close\r\n", "/x"}, not: []string{"/never"}},
+		{name: "1.0 keep-alive", parts: []string{"GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /y HTTP/1.0\r\n\r\n"},
+			want: []string{"Connection: keep-alive\r\n", "/x", "Connection: close\r\n", "/y"}},
+		{name: "connection close", parts: []string{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\nHost: a\r\n\r\n"},
+			want: []string{"Connection: close\r\n", "/x"}, not: []string{"/never"}},
+		{name: "204 has no length", parts: []string{"GET /empty HTTP/1.1\r\nHost: a\r\n\r\n"},
+			want: []string{"HTTP/1.1 204 No Content\r\n"}, not: []string{"Content-Length"}},
+		{name: "panic is 500 and closes", parts: []string{"GET /panic HTTP/1.1\r\nHost: a\r\n\r\nGET /never HTTP/1.1\r\nHost: a\r\n\r\n"},
+			want: []string{"HTTP/1.1 500 Internal Server Error\r\n"}, not: []string{"/never"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := raw(t, addr, tt.parts...)
+			rest := got
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("missing %q in order in:\n%s", w, got)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("unexpected %q in:\n%s", n, got)
+				}
+			}
+		})
+	}
+}
+
+// A client that does not read: answers queue, the loop keeps serving
+// others, and the answers arrive whole once the client reads.
+func TestServeSlowReader(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 5
+	for range n {
+		c.Write([]byte("GET /big HTTP/1.1\r\nHost: a\r\n\r\n"))
+	}
+	time.Sleep(100 * time.Millisecond)
+	// Another client is served meanwhile.
+	other, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetDeadline(time.Now().Add(5 * time.Second))
+	other.Write([]byte("GET /other HTTP/1.1\r\nHost: a\r\n\r\n"))
+	if resp, err := http.ReadResponse(bufio.NewReader(other), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("other client: %v", err)
+	}
+	br := bufio.NewReader(c)
+	for i := range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || len(b) != 4<<20 {
+			t.Fatalf("answer %d: %d bytes, %v", i, len(b), err)
+		}
+	}
+}
+
+func TestServeLimits(t *testing.T) {
+	s, addr := startServer(t, Config{MaxConns: 2, HeadTimeout: 100 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+	var conns []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	waitFor(t, func() bool { return s.Stats().Conns == 2 })
+	// The third is closed at once.
+	third, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	third.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := third.Read(make([]byte, 1)); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("third connection: %v, want closed", err)
+	}
+	waitFor(t, func() bool { return s.Stats().Rejected == 1 })
+	// A stalled head and an idle connection both time out (sweeps run
+	// each second).
+	conns[0].Write([]byte("GET / HTTP/1.1\r\nHost"))
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("connection %d: %v, want EOF", i, err)
+		}
+	}
+	if st := s.Stats(); st.Timeouts != 2 || st.Conns != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for range 500 {
+		if ok() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met in 5s")
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, cfg := range []Config{{}, {Handler: echo, Loops: -1}, {Handler: echo, Loops: 65}, {Handler: echo, HeadTimeout: -1}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+}
+
+func TestServeRejectsNonSocket(t *testing.T) {
+	s, _ := New(Config{Handler: echo})
+	if err := s.Serve(context.Background(), fakeListener{}); err == nil {
+		t.Error("Serve accepted a listener without a socket")
+	}
+}
+
+type fakeListener struct{ net.Listener }
+
+// BenchmarkProcess: one nginx auth request parsed, answered and written to
+// the connection's buffer, as the loop does it.
+func BenchmarkProcess(b *testing.B) {
+	s, _ := New(Config{Handler: HandlerFunc(func(w *Response, r *Request) {
+		if r.Get("x-real-ip") == "" {
+			w.SetStatus(400)
+			return
+		}
+		w.SetStatus(http.StatusNoContent)
+	})})
+	ss := &session{s: s}
+	ss.tick(time.Now())
+	c := &conn{}
+	in := []byte(nginxHead)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ss.process(c, in)
+		c.out = c.out[:0]
+	}
+}
