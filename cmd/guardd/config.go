@@ -30,7 +30,7 @@ type Config struct {
 	Mitigation      MitigationConfig      `yaml:"mitigation"`
 	Fingerprint     FingerprintConfig     `yaml:"fingerprint"`
 	Sources         SourcesConfig         `yaml:"sources"`
-	Decision        ListenConfig          `yaml:"decision"`
+	Decision        DecisionConfig        `yaml:"decision"`
 	Admin           AdminConfig           `yaml:"admin"`
 	Shadowban       shadowban.Config      `yaml:"shadowban"`
 	CrowdSec        CrowdSecConfig        `yaml:"crowdsec"`
@@ -113,10 +113,19 @@ type NginxSource struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
-// ListenConfig is an HTTP listener.
-type ListenConfig struct {
-	// Listen is host:port; the decision API defaults to 127.0.0.1:9480.
+// DecisionConfig is the decision API nginx's auth_request asks.
+type DecisionConfig struct {
+	// Listen is host:port; default 127.0.0.1:9480.
 	Listen string `yaml:"listen"`
+	// Loops is the number of event loops (threads) answering it; default 1,
+	// which answers tens of thousands of decisions a second and leaves the
+	// other cores to nginx. Raise it when rules fall back to the Rego
+	// interpreter (guardd_rules_fallback_evaluations_total) and decisions
+	// get slow. At most 64.
+	Loops int `yaml:"loops"`
+	// ShedAfter: a decision that waited longer than this in guardd is
+	// answered 503 without evaluation; default 100ms.
+	ShedAfter time.Duration `yaml:"shed_after"`
 }
 
 // AdminConfig is the admin API: mitigations, status and /metrics.
@@ -235,6 +244,12 @@ func (c *Config) validate() error {
 	}
 	if _, err := c.allowlist(); err != nil {
 		return err
+	}
+	if c.Decision.Loops < 0 || c.Decision.Loops > 64 {
+		return fmt.Errorf("decision.loops: %d: want 1 to 64 (0 means 1)", c.Decision.Loops)
+	}
+	if c.Decision.ShedAfter < 0 {
+		return fmt.Errorf("decision.shed_after: %s: want a positive duration", c.Decision.ShedAfter)
 	}
 	if c.Counting.MaxKeys < 0 {
 		return fmt.Errorf("counting.max_keys: %d: want 0 (default) or more", c.Counting.MaxKeys)

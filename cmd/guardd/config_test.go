@@ -14,6 +14,7 @@ func TestConfigFiles(t *testing.T) {
 		"bad-allow.bad.yml":   `unknown characteristic "ip.dst"`,
 		"no-rules.bad.yml":    "there would be no rules",
 		"bad-type.bad.yml":    "line 2: cannot unmarshal",
+		"bad-loops.bad.yml":   "decision.loops: 65",
 	}
 	files, _ := filepath.Glob("testdata/config/*.yml")
 	if len(files) == 0 {

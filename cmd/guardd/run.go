@@ -30,6 +30,7 @@ import (
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision"
+	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/rules/engine"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -86,6 +87,7 @@ type daemon struct {
 	pipe    atomic.Pointer[pipeline]
 	store   *mitigation.Store
 	dec     *decision.Handler
+	decSrv  *http1.Server
 	tailer  *tail.Tailer
 	token   string
 	started time.Time
@@ -147,11 +149,18 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 	d.pipe.Store(p)
 	d.reloaded(true)
 	sb, _ := shadowban.New(cfg.Shadowban) // validated
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Registerer: reg, Logger: logger})
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb,
+		ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
 		d.store.Close()
 		return nil, err
 	}
+	d.decSrv, err = http1.New(http1.Config{Handler: d.dec, Loops: cfg.Decision.Loops, Logger: logger})
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	registerServerStats(reg, d.decSrv)
 	if d.token, err = loadToken(cfg); err != nil {
 		d.store.Close()
 		return nil, err
@@ -281,7 +290,10 @@ func (d *daemon) Run(ctx context.Context) error {
 		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipe.Load().rules.Rules()), "mitigations", d.store.Len())
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
-	g.Go(func() error { return serve(ctx, d.decisionLn, d.dec) })
+	g.Go(func() error {
+		defer d.decisionLn.Close()
+		return d.decSrv.Serve(ctx, d.decisionLn)
+	})
 	g.Go(func() error { return serve(ctx, d.adminLn, d.adminHandler()) })
 	g.Go(func() error { return d.runTail(ctx) })
 	g.Go(func() error { return d.watch(ctx) })
@@ -298,6 +310,25 @@ func (d *daemon) Run(ctx context.Context) error {
 	d.pipe.Load().enricher.Close()
 	d.log.Info("guardd stopped")
 	return err
+}
+
+// registerServerStats exports the decision server's connection counters.
+func registerServerStats(reg prometheus.Registerer, srv *http1.Server) {
+	stat := func(f func(http1.Stats) int64) func() float64 {
+		return func() float64 { return float64(f(srv.Stats())) }
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_decision_connections", Help: "Open connections to the decision API."},
+			stat(func(s http1.Stats) int64 { return s.Conns })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_decision_connections_rejected_total", Help: "Connections to the decision API closed at once: too many open."},
+			stat(func(s http1.Stats) int64 { return s.Rejected })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_decision_bad_requests_total", Help: "Malformed requests to the decision API, answered 4xx/5xx and closed."},
+			stat(func(s http1.Stats) int64 { return s.BadRequests })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_decision_timeouts_total", Help: "Decision API connections closed idle or with a stalled request."},
+			stat(func(s http1.Stats) int64 { return s.Timeouts })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_decision_panics_total", Help: "Decision handler panics, answered 500."},
+			stat(func(s http1.Stats) int64 { return s.Panics })),
+	)
 }
 
 func or(s, def string) string {
@@ -476,7 +507,7 @@ func (d *daemon) reload() {
 }
 
 func sameListeners(a, b *Config) bool {
-	return a.Decision.Listen == b.Decision.Listen && a.Admin.Listen == b.Admin.Listen &&
+	return a.Decision == b.Decision && a.Admin.Listen == b.Admin.Listen &&
 		strings.Join(a.Sources.Nginx.Paths, "\x00") == strings.Join(b.Sources.Nginx.Paths, "\x00") &&
 		a.Mitigation.StateDir == b.Mitigation.StateDir
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
-	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -32,22 +32,14 @@ const (
 	HeaderDecision = "X-Guardd-Decision"
 )
 
-// Canonical forms of the header names, so lookups do not canonicalise (and
-// allocate) per request.
-var (
-	hClientIP   = textproto.CanonicalMIMEHeaderKey(HeaderClientIP)
-	hClientPort = textproto.CanonicalMIMEHeaderKey(HeaderClientPort)
-	hMethod     = textproto.CanonicalMIMEHeaderKey(HeaderMethod)
-	hURI        = textproto.CanonicalMIMEHeaderKey(HeaderURI)
-	hDecision   = textproto.CanonicalMIMEHeaderKey(HeaderDecision)
+// The same names as http1 gives them: lower case.
+const (
+	hClientIP   = "x-real-ip"
+	hClientPort = "x-real-port"
+	hMethod     = "x-original-method"
+	hURI        = "x-original-uri"
+	hDecision   = "x-guardd-decision"
 )
-
-func get(h http.Header, canonical string) string {
-	if v := h[canonical]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
 
 // Store is what the handler needs of the mitigation table.
 type Store interface {
@@ -61,12 +53,15 @@ type Config struct {
 	Rules    *rules.Set                // rules whose mitigation expressions apply; may be replaced with SetRules
 	Enricher *characteristics.Enricher // nil: prefixes only
 	Shadow   *shadowban.Responder      // nil: an empty JSON 200
-	// MaxInFlight sheds load: past it, requests are answered 503 by
-	// /v1/respond's rules without evaluation. 0 means 4096.
-	MaxInFlight int
-	Registerer  prometheus.Registerer
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// ShedAfter sheds load: a decide request that has waited longer than
+	// this in guardd (behind slow decisions on its event loop) is answered
+	// "shed" without evaluation, which /v1/respond renders as a 503 with
+	// Retry-After. 0 means 100ms; nginx's proxy_read_timeout for the auth
+	// subrequest should be longer.
+	ShedAfter  time.Duration
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Handler serves /v1/decide and /v1/respond.
@@ -77,10 +72,8 @@ type Handler struct {
 	shadow   *shadowban.Responder
 	now      func() time.Time
 	log      *slog.Logger
-	max      int64
-	inflight atomic.Int64
+	shed     time.Duration
 	pool     sync.Pool
-	names    sync.Map // canonical header name -> lower-case name
 	m        *metrics
 }
 
@@ -101,15 +94,18 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("decision: no store")
 	}
-	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, now: cfg.Now, log: cfg.Logger, max: int64(cfg.MaxInFlight)}
+	if cfg.ShedAfter < 0 {
+		return nil, errors.New("decision: negative ShedAfter")
+	}
+	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
 	if h.now == nil {
 		h.now = time.Now
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if h.max <= 0 {
-		h.max = 4096
+	if h.shed == 0 {
+		h.shed = 100 * time.Millisecond
 	}
 	if h.enricher == nil {
 		en, err := characteristics.NewEnricher(characteristics.EnrichConfig{})
@@ -139,15 +135,16 @@ func (h *Handler) SetRules(set *rules.Set) {
 	h.state.Store(st)
 }
 
-// ServeHTTP routes /v1/decide and /v1/respond.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
+// ServeHTTP1 routes /v1/decide and /v1/respond; it is the handler of the
+// decision listener's http1.Server.
+func (h *Handler) ServeHTTP1(w *http1.Response, r *http1.Request) {
+	switch r.Path() {
 	case "/v1/decide":
 		h.decide(w, r)
 	case "/v1/respond":
 		h.respond(w, r)
 	default:
-		http.NotFound(w, r)
+		http.NotFound(w, nil)
 	}
 }
 
@@ -163,42 +160,39 @@ type Decision struct {
 	Expires time.Time
 }
 
-func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 	start := time.Now()
-	if h.inflight.Add(1) > h.max {
-		h.inflight.Add(-1)
-		d := Decision{Shed: true, Retry: time.Second}
-		h.deny(w, d)
-		h.m.observe("shed", start)
+	s := h.pool.Get().(*scratch)
+	defer h.pool.Put(s)
+	if start.Sub(r.Received) > h.shed {
+		h.deny(w, Decision{Shed: true, Retry: time.Second}, s)
+		h.m.observe(outcomeShed, start)
 		return
 	}
-	defer h.inflight.Add(-1)
-	s := h.pool.Get().(*scratch)
 	d, err := h.Decide(r, s, h.now())
-	h.pool.Put(s)
 	if err != nil {
 		// A request we cannot read is allowed and counted: failing closed on
 		// our own parse error would punish clients for our bugs.
-		h.m.invalid.Inc()
-		w.WriteHeader(http.StatusNoContent)
-		h.m.observe("invalid", start)
+		w.SetStatus(http.StatusNoContent)
+		h.m.observe(outcomeInvalid, start)
 		return
 	}
 	if d.Allow {
-		w.WriteHeader(http.StatusNoContent)
-		h.m.observe("allow", start)
+		w.SetStatus(http.StatusNoContent)
+		h.m.observe(outcomeAllow, start)
 		return
 	}
-	h.deny(w, d)
-	h.m.observe(d.Action.String(), start)
+	h.deny(w, d, s)
+	h.m.observe(outcomeOf(d.Action), start)
 }
 
 // ErrNoClient is returned for a decide request without a client address.
 var ErrNoClient = errors.New("decision: no valid " + HeaderClientIP)
 
 // Decide reads the request nginx forwarded into s's event and decides. It
-// allocates nothing once s and the caches are warm.
-func (h *Handler) Decide(r *http.Request, s *scratch, now time.Time) (Decision, error) {
+// allocates nothing once s and the caches are warm. The event aliases r's
+// strings, so the decision must be made before r's handler returns.
+func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision, error) {
 	ev := &s.ev
 	ev.Reset()
 	if err := h.readRequest(r, ev); err != nil {
@@ -258,59 +252,53 @@ func strength(a mitigation.Action) int {
 }
 
 // readRequest fills ev from the auth subrequest.
-func (h *Handler) readRequest(r *http.Request, ev *characteristics.Event) error {
-	ip, err := netip.ParseAddr(strings.TrimSpace(get(r.Header, hClientIP)))
+func (h *Handler) readRequest(r *http1.Request, ev *characteristics.Event) error {
+	var ipv, port, method, uri string
+	for _, f := range r.Headers {
+		switch f.Name {
+		case hClientIP:
+			ipv = f.Value
+			continue
+		case hClientPort:
+			port = f.Value
+			continue
+		case hMethod:
+			method = f.Value
+			continue
+		case hURI:
+			uri = f.Value
+			continue
+		case "user-agent":
+			if ev.UserAgent == "" {
+				ev.UserAgent = f.Value
+			}
+		case "referer":
+			if ev.Referer == "" {
+				ev.Referer = f.Value
+			}
+		case "cookie":
+			ev.Cookies = appendCookies(ev.Cookies, f.Value)
+		}
+		ev.Headers = append(ev.Headers, characteristics.Field{Name: f.Name, Value: f.Value})
+	}
+	ip, err := netip.ParseAddr(ipv)
 	if err != nil {
 		return ErrNoClient
 	}
 	ev.IP = ip
-	if p, err := strconv.ParseUint(get(r.Header, hClientPort), 10, 16); err == nil {
+	if p, err := strconv.ParseUint(port, 10, 16); err == nil {
 		ev.Port = uint16(p)
 	}
-	ev.Method = get(r.Header, hMethod)
+	ev.Method = method
 	if ev.Method == "" {
 		ev.Method = r.Method
 	}
-	uri := get(r.Header, hURI)
 	if uri == "" {
-		uri = r.URL.RequestURI()
+		uri = r.Target
 	}
 	ev.Path, ev.Query, _ = strings.Cut(uri, "?")
 	ev.Host = r.Host
-	for name, vals := range r.Header {
-		if len(vals) == 0 {
-			continue
-		}
-		switch name {
-		case hClientIP, hClientPort, hMethod, hURI:
-			continue
-		case "User-Agent":
-			ev.UserAgent = vals[0]
-		case "Referer":
-			ev.Referer = vals[0]
-		case "Cookie":
-			for _, v := range vals {
-				ev.Cookies = appendCookies(ev.Cookies, v)
-			}
-		}
-		ev.Headers = append(ev.Headers, characteristics.Field{Name: h.lower(name), Value: vals[0]})
-	}
 	return nil
-}
-
-// lower returns a header name in lower case, cached so requests do not
-// allocate. The cache is bounded: past 4096 names, new ones are lowered per
-// request.
-func (h *Handler) lower(name string) string {
-	if v, ok := h.names.Load(name); ok {
-		return v.(string)
-	}
-	l := strings.ToLower(name)
-	if h.m.names.Load() < 4096 {
-		h.m.names.Add(1)
-		h.names.Store(name, l)
-	}
-	return l
 }
 
 // appendCookies splits a Cookie header into name=value pairs without
@@ -330,24 +318,26 @@ func appendCookies(dst []characteristics.Field, v string) []characteristics.Fiel
 }
 
 // deny answers 401 with the decision for nginx to pass to /v1/respond.
-func (h *Handler) deny(w http.ResponseWriter, d Decision) {
-	w.Header()[hDecision] = []string{d.encode()}
-	w.WriteHeader(http.StatusUnauthorized)
+func (h *Handler) deny(w *http1.Response, d Decision, s *scratch) {
+	s.buf = d.appendEncoded(s.buf[:0])
+	w.AddHeader(HeaderDecision, s.buf)
+	w.SetStatus(http.StatusUnauthorized)
 }
 
 // encode writes the decision as "action;retry=N;rule=NAME;q=LIMIT;w=SECONDS".
-func (d Decision) encode() string {
+func (d Decision) encode() string { return string(d.appendEncoded(nil)) }
+
+func (d Decision) appendEncoded(b []byte) []byte {
 	action := d.Action.String()
 	if d.Shed {
 		action = "shed"
 	}
-	b := make([]byte, 0, 96)
 	b = append(b, action...)
 	b = append(b, ";retry="...)
 	b = strconv.AppendInt(b, retrySeconds(d.Retry), 10)
 	if d.Rule != "" {
 		b = append(b, ";rule="...)
-		b = append(b, d.Rule...)
+		b = appendHeaderSafe(b, d.Rule)
 	}
 	if d.Limit > 0 {
 		b = append(b, ";q="...)
@@ -355,7 +345,20 @@ func (d Decision) encode() string {
 		b = append(b, ";w="...)
 		b = strconv.AppendInt(b, int64(d.Window/time.Second), 10)
 	}
-	return string(b)
+	return b
+}
+
+// appendHeaderSafe keeps a rule name from breaking the header line or the
+// decision's own syntax.
+func appendHeaderSafe(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || c == ';' {
+			c = '_'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // retrySeconds rounds up: a client told 0 would come straight back.
@@ -407,21 +410,21 @@ func parseDecision(s string) (parsedDecision, error) {
 }
 
 // respond renders the answer the client gets for a denied request.
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request) {
-	p, err := parseDecision(r.Header.Get(HeaderDecision))
+func (h *Handler) respond(w *http1.Response, r *http1.Request) {
+	p, err := parseDecision(r.Get(hDecision))
 	if err != nil {
 		// Only nginx calls this; a missing decision is a configuration error.
 		h.log.Warn("decision: respond without a valid decision", "err", err)
 		http.Error(w, "Forbidden", http.StatusForbidden)
 		return
 	}
-	method := r.Header.Get(HeaderMethod)
+	method := r.Get(hMethod)
 	if method == "" {
 		method = r.Method
 	}
-	uri := r.Header.Get(HeaderURI)
+	uri := r.Get(hURI)
 	if uri == "" {
-		uri = r.URL.RequestURI()
+		uri = r.Target
 	}
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-store")
@@ -462,41 +465,60 @@ func policyName(rule string) string {
 }
 
 type metrics struct {
-	decisions *prometheus.CounterVec
+	decisions [numOutcomes]prometheus.Counter
 	duration  prometheus.Histogram
 	invalid   prometheus.Counter
-	names     atomic.Int64
 }
 
-var outcomes = []string{"allow", "block", "rate_limit", "shadowban", "firewall", "shed", "invalid"}
+type outcome int
+
+const (
+	outcomeAllow outcome = iota
+	outcomeBlock
+	outcomeRateLimit
+	outcomeShadowBan
+	outcomeFirewall
+	outcomeShed
+	outcomeInvalid
+	numOutcomes
+)
+
+var outcomes = [numOutcomes]string{"allow", "block", "rate_limit", "shadowban", "firewall", "shed", "invalid"}
+
+func outcomeOf(a mitigation.Action) outcome {
+	switch a {
+	case mitigation.ActionBlock:
+		return outcomeBlock
+	case mitigation.ActionRateLimit:
+		return outcomeRateLimit
+	case mitigation.ActionShadowBan:
+		return outcomeShadowBan
+	case mitigation.ActionFirewall:
+		return outcomeFirewall
+	}
+	return outcomeAllow
+}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_decision_requests_total", Help: "Decisions made for nginx, by outcome."}, []string{"outcome"})
 	m := &metrics{
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_decision_requests_total", Help: "Decisions made for nginx, by outcome."}, []string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "guardd_decision_duration_seconds", Help: "Time to decide, from request read to answer.",
 			Buckets: []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01}}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "guardd_decision_invalid_requests_total", Help: "Decide requests without a readable client address, allowed."}),
 	}
-	for _, o := range outcomes {
-		m.decisions.WithLabelValues(o)
+	for i, o := range outcomes {
+		m.decisions[i] = vec.WithLabelValues(o)
 	}
 	if reg != nil {
-		reg.MustRegister(m.decisions, m.duration, m.invalid)
+		reg.MustRegister(vec, m.duration, m.invalid)
 	}
 	return m
 }
 
-func (m *metrics) observe(outcome string, start time.Time) {
-	known := false
-	for _, o := range outcomes {
-		if o == outcome {
-			known = true
-			break
-		}
+func (m *metrics) observe(o outcome, start time.Time) {
+	m.decisions[o].Inc()
+	if o == outcomeInvalid {
+		m.invalid.Inc()
 	}
-	if !known {
-		outcome = "allow"
-	}
-	m.decisions.WithLabelValues(outcome).Inc()
 	m.duration.Observe(time.Since(start).Seconds())
 }

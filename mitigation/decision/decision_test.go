@@ -1,14 +1,17 @@
 package decision
 
 import (
+	"context"
+	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -59,23 +62,78 @@ func setup(t testing.TB) (*Handler, *mitigation.Store) {
 	return h, store
 }
 
-func decideReq(ip, method, uri, cookie string) *http.Request {
-	r := httptest.NewRequest("GET", "/v1/decide", nil)
-	if ip != "" {
-		r.Header.Set(HeaderClientIP, ip)
+// serve runs h on an http1 server on loopback and returns its base URL.
+func serve(t *testing.T, h *Handler) string {
+	t.Helper()
+	srv, err := http1.New(http1.Config{Handler: h})
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.Header.Set(HeaderClientPort, "51000")
-	r.Header.Set(HeaderMethod, method)
-	r.Header.Set(HeaderURI, uri)
-	r.Header.Set("User-Agent", "test")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		ln.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// decideHeaders are what nginx's /_guardd location sends.
+func decideHeaders(ip, method, uri, cookie string) http.Header {
+	hd := http.Header{}
+	if ip != "" {
+		hd.Set(HeaderClientIP, ip)
+	}
+	hd.Set(HeaderClientPort, "51000")
+	hd.Set(HeaderMethod, method)
+	hd.Set(HeaderURI, uri)
+	hd.Set("User-Agent", "test")
 	if cookie != "" {
-		r.Header.Set("Cookie", cookie)
+		hd.Set("Cookie", cookie)
+	}
+	return hd
+}
+
+// get sends a request and returns the answer with its body read.
+func get(t *testing.T, method, url string, hd http.Header) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = hd
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// decideReq is the http1 form of decideHeaders, for in-process calls.
+func decideReq(ip, method, uri, cookie string) *http1.Request {
+	r := &http1.Request{Method: "GET", Target: "/v1/decide", Host: "guardd", Minor: 1, Received: time.Now()}
+	for name, vs := range decideHeaders(ip, method, uri, cookie) {
+		r.Headers = append(r.Headers, http1.Header{Name: strings.ToLower(name), Value: vs[0]})
 	}
 	return r
 }
 
 func TestDecideAndRespond(t *testing.T) {
 	h, _ := setup(t)
+	url := serve(t, h)
 	tests := []struct {
 		name, ip, method, uri, cookie string
 		decide                        int
@@ -97,12 +155,11 @@ func TestDecideAndRespond(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, decideReq(tt.ip, tt.method, tt.uri, tt.cookie))
-			if w.Code != tt.decide {
-				t.Fatalf("decide = %d, want %d", w.Code, tt.decide)
+			resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders(tt.ip, tt.method, tt.uri, tt.cookie))
+			if resp.StatusCode != tt.decide {
+				t.Fatalf("decide = %d, want %d", resp.StatusCode, tt.decide)
 			}
-			dec := w.Header().Get(HeaderDecision)
+			dec := resp.Header.Get(HeaderDecision)
 			if tt.action == "" {
 				if dec != "" {
 					t.Fatalf("allowed with decision %q", dec)
@@ -112,17 +169,16 @@ func TestDecideAndRespond(t *testing.T) {
 			if !strings.HasPrefix(dec, tt.action+";") {
 				t.Fatalf("decision %q, want action %s", dec, tt.action)
 			}
-			rr := httptest.NewRequest(tt.method, "/v1/respond", nil)
-			rr.Header.Set(HeaderDecision, dec)
-			rr.Header.Set(HeaderMethod, tt.method)
-			rr.Header.Set(HeaderURI, tt.uri)
-			w = httptest.NewRecorder()
-			h.ServeHTTP(w, rr)
-			if w.Code != tt.respond || !strings.Contains(w.Body.String(), tt.body) {
-				t.Fatalf("respond = %d %q, want %d %q", w.Code, w.Body.String(), tt.respond, tt.body)
+			hd := http.Header{}
+			hd.Set(HeaderDecision, dec)
+			hd.Set(HeaderMethod, tt.method)
+			hd.Set(HeaderURI, tt.uri)
+			resp, body := get(t, tt.method, url+"/v1/respond", hd)
+			if resp.StatusCode != tt.respond || !strings.Contains(body, tt.body) {
+				t.Fatalf("respond = %d %q, want %d %q", resp.StatusCode, body, tt.respond, tt.body)
 			}
 			for k, v := range tt.headers {
-				if got := w.Header().Get(k); got != v {
+				if got := resp.Header.Get(k); got != v {
 					t.Errorf("%s = %q, want %q", k, got, v)
 				}
 			}
@@ -132,14 +188,36 @@ func TestDecideAndRespond(t *testing.T) {
 
 func TestRespondRejectsForgedDecision(t *testing.T) {
 	h, _ := setup(t)
+	url := serve(t, h)
 	for _, d := range []string{"", "allow", "rate_limit;retry=-3", "rate_limit;q=abc"} {
-		r := httptest.NewRequest("GET", "/v1/respond", nil)
-		r.Header.Set(HeaderDecision, d)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusForbidden {
-			t.Errorf("decision %q: %d, want 403", d, w.Code)
+		hd := http.Header{}
+		hd.Set(HeaderDecision, d)
+		if resp, _ := get(t, "GET", url+"/v1/respond", hd); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("decision %q: %d, want 403", d, resp.StatusCode)
 		}
+	}
+	if resp, _ := get(t, "GET", url+"/elsewhere", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown path: %d", resp.StatusCode)
+	}
+}
+
+// A decide request that waited past ShedAfter is shed without evaluation,
+// and /v1/respond renders that as 503 with Retry-After.
+func TestShed(t *testing.T) {
+	h, _ := setup(t)
+	r := decideReq("192.0.2.1", "GET", "/", "")
+	r.Received = time.Now().Add(-time.Second)
+	var w http1.Response
+	h.ServeHTTP1(&w, r)
+	if w.Status() != http.StatusUnauthorized {
+		t.Fatalf("shed decide = %d", w.Status())
+	}
+	url := serve(t, h)
+	hd := http.Header{}
+	hd.Set(HeaderDecision, "shed;retry=1")
+	resp, _ := get(t, "GET", url+"/v1/respond", hd)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("respond shed: %d %v", resp.StatusCode, resp.Header)
 	}
 }
 
@@ -187,13 +265,9 @@ func FuzzDecideHeaders(f *testing.F) {
 	f.Add("2001:db8::1%eth0", "99999", "GET", "?", "session", "junk")
 	h, _ := setup(f)
 	f.Fuzz(func(t *testing.T, ip, port, method, uri, cookie, xff string) {
-		r := httptest.NewRequest("GET", "/v1/decide", nil)
-		r.Header.Set(HeaderClientIP, ip)
-		r.Header.Set(HeaderClientPort, port)
-		r.Header.Set(HeaderMethod, method)
-		r.Header.Set(HeaderURI, uri)
-		r.Header.Set("Cookie", cookie)
-		r.Header.Set("X-Forwarded-For", xff)
+		r := &http1.Request{Method: "GET", Target: "/v1/decide", Minor: 1, Headers: []http1.Header{
+			{Name: "x-real-ip", Value: ip}, {Name: "x-real-port", Value: port}, {Name: "x-original-method", Value: method},
+			{Name: "x-original-uri", Value: uri}, {Name: "cookie", Value: cookie}, {Name: "x-forwarded-for", Value: xff}}}
 		s := h.pool.Get().(*scratch)
 		d, _ := h.Decide(r, s, now)
 		h.pool.Put(s)

@@ -23,6 +23,17 @@
 // docs/nginx.md has the nginx configuration, including how to fail open or
 // closed per location when guardd is unreachable.
 //
+// The Handler is served by package http1, an event-loop HTTP/1.1 server made
+// for this one client: net/http's per-request work (a goroutine wake-up, a
+// Request and its header map, a response writer) cost more than the
+// decision itself, and under load its scheduler hand-offs pushed the tail
+// latency past a millisecond on a machine shared with nginx. A decide
+// request is read, decided and answered without allocating.
+//
+// Load shedding: a decide request that waited longer than Config.ShedAfter
+// in guardd (behind slow decisions on its loop) is not evaluated; it is
+// answered "shed", which /v1/respond renders as 503 with Retry-After.
+//
 // A decision does not count the request: counting happens once, from the
 // access log line, which carries the response status most rules need. So a
 // request is never counted twice.
