@@ -76,6 +76,31 @@ func (ch *ClientHello) reset() {
 	ch.strbuf = ch.strbuf[:0]
 }
 
+// CopyTo makes dst a copy of ch that shares no memory with it, reusing
+// dst's slices, so a hello can be fingerprinted on another goroutine while
+// ch parses the next one. It does not allocate once dst's buffers have grown.
+func (ch *ClientHello) CopyTo(dst *ClientHello) {
+	dst.LegacyVersion = ch.LegacyVersion
+	dst.Ciphers = append(dst.Ciphers[:0], ch.Ciphers...)
+	dst.Extensions = append(dst.Extensions[:0], ch.Extensions...)
+	dst.SupportedVersions = append(dst.SupportedVersions[:0], ch.SupportedVersions...)
+	dst.Groups = append(dst.Groups[:0], ch.Groups...)
+	dst.SigAlgs = append(dst.SigAlgs[:0], ch.SigAlgs...)
+	dst.PointFormats = append(dst.PointFormats[:0], ch.PointFormats...)
+	dst.HasSNI, dst.HasALPN = ch.HasSNI, ch.HasALPN
+	dst.HasSupportedVersions, dst.SSLv2 = ch.HasSupportedVersions, ch.SSLv2
+	dst.strbuf = append(dst.strbuf[:0], ch.SNI...)
+	dst.strbuf = append(dst.strbuf, ch.ALPN...)
+	dst.SNI, dst.ALPN = "", nil
+	if n := len(ch.SNI); n > 0 {
+		dst.SNI = unsafe.String(&dst.strbuf[0], n)
+	}
+	if ch.ALPN != nil {
+		n := len(ch.SNI)
+		dst.ALPN = dst.strbuf[n:len(dst.strbuf):len(dst.strbuf)]
+	}
+}
+
 func malformed(where string) error {
 	return fmt.Errorf("tlsfp: %s: %w", where, ErrMalformed)
 }

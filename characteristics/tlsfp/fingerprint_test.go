@@ -508,3 +508,41 @@ func TestComputeAllocs(t *testing.T) {
 		t.Errorf("Compute allocates %.1f times, want <= 2", allocs)
 	}
 }
+
+func TestCopyTo(t *testing.T) {
+	cases := helloCases()
+	var dst ClientHello
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var ch ClientHello
+			if err := ParseHello(tc.hello(t), &ch); err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			want := Compute(&ch, tc.transport, tc.opts)
+			wantALPNNil := ch.ALPN == nil
+			ch.CopyTo(&dst) // dst still holds the previous case's buffers
+			// Parsing another hello into ch must not change the copy.
+			other := cases[(i+1)%len(cases)]
+			if err := ParseHello(other.hello(t), &ch); err != nil {
+				t.Fatalf("parse %s: %v", other.name, err)
+			}
+			if got := Compute(&dst, tc.transport, tc.opts); got != want {
+				t.Errorf("fingerprint of the copy:\n got %+v\nwant %+v", got, want)
+			}
+			if (dst.ALPN == nil) != wantALPNNil {
+				t.Errorf("copy's ALPN nil = %v, want %v", dst.ALPN == nil, wantALPNNil)
+			}
+		})
+	}
+}
+
+func TestCopyToAllocs(t *testing.T) {
+	var ch, dst ClientHello
+	if err := ParseClientHello(helloCases()[0].hello(t), &ch); err != nil {
+		t.Fatal(err)
+	}
+	ch.CopyTo(&dst)
+	if allocs := testing.AllocsPerRun(100, func() { ch.CopyTo(&dst) }); allocs != 0 {
+		t.Errorf("CopyTo into a grown ClientHello allocates %.1f times, want 0", allocs)
+	}
+}

@@ -52,15 +52,26 @@ func runFingerprint(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	w := bufio.NewWriterSize(stdout, 64<<10)
+	w := bufio.NewWriterSize(stdout, 256<<10)
 	if !*jsonOut {
 		w.WriteString(tableHeader)
 	}
-	out := newRecordWriter(w, *jsonOut)
+	// ReadFile calls emit from one goroutine of its own, while it reads and
+	// decodes the next packets.
+	var line []byte
+	emit := func(r *sniff.Record) {
+		if *jsonOut {
+			line = r.AppendJSON(line[:0])
+		} else {
+			line = appendRow(line[:0], r)
+		}
+		line = append(line, '\n')
+		w.Write(line)
+	}
 	status := 0
 	for _, path := range fs.Args() {
-		st, err := sniff.ReadFile(path, cfg, out.add)
-		out.sync() // the file's lines are out before its messages on stderr
+		st, err := sniff.ReadFile(path, cfg, emit)
+		w.Flush() // the file's lines are out before its messages on stderr
 		if err != nil {
 			fmt.Fprintf(stderr, "guardd fingerprint: %v\n", err)
 			status = 1
@@ -74,87 +85,11 @@ func runFingerprint(args []string, stdout, stderr io.Writer) int {
 				path, st.Packets, st.NotTransport, st.Malformed, st.FlowsCreated, st.FlowsEvicted, st.TLS, st.QUIC, st.HTTP)
 		}
 	}
-	out.close()
 	if err := w.Flush(); err != nil {
 		fmt.Fprintf(stderr, "guardd fingerprint: write: %v\n", err)
 		return 1
 	}
 	return status
-}
-
-// recordWriter renders and writes records on its own goroutine, in batches,
-// so that formatting and output overlap with reading the next packets.
-// Records own their strings, so copies can cross goroutines.
-type recordWriter struct {
-	json bool
-	w    *bufio.Writer
-	cur  []sniff.Record
-	full chan []sniff.Record
-	free chan []sniff.Record
-	idle chan struct{} // a token: the writer goroutine has written all it got
-	done chan struct{}
-}
-
-const recordBatch = 512
-
-func newRecordWriter(w *bufio.Writer, json bool) *recordWriter {
-	rw := &recordWriter{json: json, w: w, full: make(chan []sniff.Record, 4), free: make(chan []sniff.Record, 5),
-		idle: make(chan struct{}), done: make(chan struct{})}
-	for range 4 {
-		rw.free <- make([]sniff.Record, 0, recordBatch)
-	}
-	rw.cur = make([]sniff.Record, 0, recordBatch)
-	go rw.run()
-	return rw
-}
-
-func (rw *recordWriter) run() {
-	defer close(rw.done)
-	var line []byte
-	for b := range rw.full {
-		if b == nil { // sync request
-			rw.w.Flush()
-			rw.idle <- struct{}{}
-			continue
-		}
-		for i := range b {
-			if rw.json {
-				line = b[i].AppendJSON(line[:0])
-			} else {
-				line = appendRow(line[:0], &b[i])
-			}
-			line = append(line, '\n')
-			rw.w.Write(line)
-		}
-		clear(b)
-		rw.free <- b[:0]
-	}
-}
-
-// add queues a copy of r.
-func (rw *recordWriter) add(r *sniff.Record) {
-	rw.cur = append(rw.cur, *r)
-	if len(rw.cur) == recordBatch {
-		rw.full <- rw.cur
-		rw.cur = <-rw.free
-	}
-}
-
-// sync writes and flushes everything queued so far.
-func (rw *recordWriter) sync() {
-	if len(rw.cur) > 0 {
-		rw.full <- rw.cur
-		rw.cur = <-rw.free
-	}
-	rw.full <- nil
-	<-rw.idle
-}
-
-// close writes what is queued and stops the goroutine.
-func (rw *recordWriter) close() {
-	rw.sync()
-	close(rw.full)
-	<-rw.done
 }
 
 // Column widths of the human table.

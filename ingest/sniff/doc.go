@@ -20,6 +20,9 @@
 //     half-open connection costs one small struct and a map entry; buffers
 //     exist only while a direction is being read.
 //   - Join matches records to log events by client address and port.
+//   - ReadFile uses the machine's cores for one file: it reads ahead on one
+//     goroutine, computes fingerprints on GOMAXPROCS workers, and calls emit
+//     from one goroutine (not the caller's), in capture order.
 //
 // What it gives up:
 //   - It reads only the start of each connection: hellos after 64 KiB,

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
+	"github.com/guardd/guardd/characteristics/tlsfp"
 	"github.com/guardd/guardd/ingest/capture"
 )
 
@@ -24,11 +27,16 @@ type batch struct {
 }
 
 // ReadFile runs one pcap or pcapng file through a new Sniffer, calling emit for
-// each record in capture order (on the calling goroutine). Frame numbers start
-// at 1 in each file. A file cut short inside a packet ends there without an
-// error (Stats.Truncated), as with tshark; other read errors are returned
-// after the records before them were emitted. A second goroutine reads the
-// file ahead, in bounded batches.
+// each record in capture order. Frame numbers start at 1 in each file. A file
+// cut short inside a packet ends there without an error (Stats.Truncated), as
+// with tshark; other read errors are returned after the records before them
+// were emitted.
+//
+// The work is spread over goroutines: one reads the file ahead in bounded
+// batches, the calling goroutine decodes packets and tracks flows, GOMAXPROCS
+// workers compute the fingerprints of batches of hellos, and one goroutine
+// calls emit. emit is called from that one goroutine only, never
+// concurrently, and every call has returned when ReadFile returns.
 func ReadFile(path string, cfg Config, emit func(*Record)) (Stats, error) {
 	s, err := New(cfg, emit)
 	if err != nil {
@@ -56,12 +64,15 @@ func ReadFile(path string, cfg Config, emit func(*Record)) (Stats, error) {
 		<-done
 	}()
 
+	fp := newFingerprinter(s.opts, emit)
+	s.out = fp.add
 	for b := range full {
 		for i := range b.pkts {
 			s.HandlePacket(&b.pkts[i])
 		}
 		if b.err != nil {
 			s.Close()
+			fp.close()
 			st := s.Stats()
 			switch {
 			case errors.Is(b.err, io.EOF):
@@ -74,7 +85,120 @@ func ReadFile(path string, cfg Config, emit func(*Record)) (Stats, error) {
 		}
 		free <- b
 	}
+	fp.close()
 	return s.Stats(), nil // not reached: the last batch carries an error
+}
+
+// A hello's fingerprints (six hashes) cost more than decoding and tracking
+// the packets that carry it, so ReadFile computes them on workers, a batch of
+// records at a time, while the Sniffer goes on with the next packets.
+const (
+	fpBatchRecords    = 256
+	fpBatchesInFlight = 8
+)
+
+// fingerprinter takes the records of a Sniffer in capture order, has workers
+// compute the fingerprints of their hellos and emits them, still in capture
+// order, from one goroutine.
+type fingerprinter struct {
+	opts    tlsfp.Options
+	emit    func(*Record)
+	cur     *fpBatch
+	work    chan *fpBatch // to the workers, in any order
+	order   chan *fpBatch // to the emitter, in capture order
+	free    chan *fpBatch
+	workers sync.WaitGroup
+	emitted chan struct{}
+}
+
+type fpBatch struct {
+	recs []pendingRecord // the first n are in use
+	n    int
+	done chan struct{} // a token: a worker has fingerprinted the batch
+}
+
+type pendingRecord struct {
+	rec       Record
+	hello     bool // rec's Fingerprint is to be computed from ch
+	transport byte
+	ch        tlsfp.ClientHello // a copy: the Sniffer's is reused
+}
+
+func newFingerprinter(opts tlsfp.Options, emit func(*Record)) *fingerprinter {
+	f := &fingerprinter{opts: opts, emit: emit,
+		work:    make(chan *fpBatch, fpBatchesInFlight),
+		order:   make(chan *fpBatch, fpBatchesInFlight),
+		free:    make(chan *fpBatch, fpBatchesInFlight),
+		emitted: make(chan struct{}),
+	}
+	for range fpBatchesInFlight {
+		f.free <- &fpBatch{recs: make([]pendingRecord, fpBatchRecords), done: make(chan struct{}, 1)}
+	}
+	f.cur = <-f.free
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		f.workers.Add(1)
+		go f.fingerprint()
+	}
+	go f.emitAll()
+	return f
+}
+
+// add is the Sniffer's out: it queues a copy of r, and of ch for a hello.
+func (f *fingerprinter) add(r *Record, ch *tlsfp.ClientHello, transport byte) {
+	p := &f.cur.recs[f.cur.n]
+	p.rec, p.hello, p.transport = *r, ch != nil, transport
+	if ch != nil {
+		ch.CopyTo(&p.ch)
+	}
+	f.cur.n++
+	if f.cur.n == len(f.cur.recs) {
+		f.send()
+		f.cur = <-f.free
+	}
+}
+
+// send hands the current batch on. Neither channel blocks: each holds as
+// many batches as there are.
+func (f *fingerprinter) send() {
+	f.order <- f.cur
+	f.work <- f.cur
+	f.cur = nil
+}
+
+// close emits what is queued and stops the goroutines.
+func (f *fingerprinter) close() {
+	if f.cur.n > 0 {
+		f.send()
+	}
+	close(f.work)
+	close(f.order)
+	f.workers.Wait()
+	<-f.emitted
+}
+
+func (f *fingerprinter) fingerprint() {
+	defer f.workers.Done()
+	for b := range f.work {
+		for i := range b.recs[:b.n] {
+			if p := &b.recs[i]; p.hello {
+				p.rec.Fingerprint = tlsfp.Compute(&p.ch, p.transport, f.opts)
+			}
+		}
+		b.done <- struct{}{}
+	}
+}
+
+func (f *fingerprinter) emitAll() {
+	defer close(f.emitted)
+	for b := range f.order {
+		<-b.done
+		for i := range b.recs[:b.n] {
+			f.emit(&b.recs[i].rec)
+			b.recs[i].rec = Record{} // let the strings go
+		}
+		b.n = 0
+		f.free <- b
+	}
 }
 
 // readAhead fills free batches from src and hands them on, until an error

@@ -131,6 +131,12 @@ type Sniffer struct {
 
 	rec Record
 	ch  tlsfp.ClientHello
+
+	// out takes every record in capture order. A hello's Fingerprint is
+	// still to be computed from ch (transport 't' or 'q'); ch is nil for an
+	// HTTP record, and both are valid only during the call. By default it
+	// computes and emits; ReadFile hands hellos to other goroutines.
+	out func(r *Record, ch *tlsfp.ClientHello, transport byte)
 }
 
 // New returns a Sniffer that calls emit for every record, in capture order.
@@ -150,8 +156,16 @@ func New(cfg Config, emit func(*Record)) (*Sniffer, error) {
 		dec:       decap.NewDecoder(cfg.Decap),
 		malformed: map[MalformedReason]uint64{},
 	}
+	s.out = s.computeAndEmit
 	s.ft.init(cfg.MaxFlows, &s.pool)
 	return s, nil
+}
+
+func (s *Sniffer) computeAndEmit(r *Record, ch *tlsfp.ClientHello, transport byte) {
+	if ch != nil {
+		r.Fingerprint = tlsfp.Compute(ch, transport, s.opts)
+	}
+	s.emit(r)
 }
 
 const (
@@ -406,15 +420,14 @@ func (s *Sniffer) hello(src netip.Addr, sport uint16, dst netip.Addr, dport uint
 	*r = Record{
 		Proto: proto, Frame: s.frame, Time: s.now,
 		Src: src, SrcPort: sport, Dst: dst, DstPort: dport,
-		HelloIndex:  index,
-		Fingerprint: tlsfp.Compute(ch, transport, s.opts),
+		HelloIndex: index,
 	}
 	if proto == ProtoQUIC {
 		s.stats.QUIC++
 	} else {
 		s.stats.TLS++
 	}
-	s.emit(r)
+	s.out(r, ch, transport)
 	return true
 }
 
@@ -430,7 +443,7 @@ func (s *Sniffer) request(src netip.Addr, sport uint16, dst netip.Addr, dport ui
 		r.JA4H, r.JA4HR = ja4h.Fingerprint(req)
 	}
 	s.stats.HTTP++
-	s.emit(r)
+	s.out(r, nil, 0)
 }
 
 // seqLT reports a < b in TCP sequence space.

@@ -1,0 +1,97 @@
+package sniff
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/guardd/guardd/ingest/capture"
+)
+
+// manyConnections writes a capture of n connections from distinct client
+// ports, each a handshake and a TLS ClientHello (one of a few SNIs) or, every
+// seventh, an HTTP request, and returns its path.
+func manyConnections(t *testing.T, n int) string {
+	t.Helper()
+	hellos := make([][]byte, 5)
+	for i := range hellos {
+		hellos[i] = clientHello(t, fmt.Sprintf("h%d.example.test", i))
+	}
+	path := filepath.Join(t.TempDir(), "many.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := pcapgo.NewWriter(f)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	at := epoch
+	write := func(frame []byte) {
+		at = at.Add(time.Millisecond)
+		ci := gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: len(frame)}
+		if err := w.WritePacket(ci, frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		c := endpoint{netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), uint16(20000 + i)}
+		payload := hellos[i%len(hellos)]
+		if i%7 == 0 {
+			payload = fmt.Appendf(nil, "GET /%d HTTP/1.1\r\nHost: a.test\r\nUser-Agent: t\r\n\r\n", i)
+		}
+		write(tcpFrame(t, c, srv, fSYN, 1000, nil))
+		write(tcpFrame(t, srv, c, fSYNACK, 5000, nil))
+		write(tcpFrame(t, c, srv, fPSH, 1001, payload))
+	}
+	return path
+}
+
+// TestReadFileInOrder checks that ReadFile, which fingerprints hellos on
+// workers, emits the records of a capture many batches long exactly as a
+// Sniffer computing each fingerprint in line does, in the same order.
+func TestReadFileInOrder(t *testing.T) {
+	n := 3 * fpBatchRecords * fpBatchesInFlight / 2
+	if testing.Short() {
+		n = 3 * fpBatchRecords
+	}
+	path := manyConnections(t, n)
+
+	var want []byte
+	s, err := New(Config{}, func(r *Record) { want = append(r.AppendJSON(want), '\n') })
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := capture.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var p capture.Packet
+	for src.ReadPacket(&p) == nil {
+		s.HandlePacket(&p)
+	}
+	if st := s.Stats(); st.TLS+st.HTTP != uint64(n) {
+		t.Fatalf("inline Sniffer: %d tls + %d http records, want %d", st.TLS, st.HTTP, n)
+	}
+
+	got := jsonLines(t, path, Config{})
+	if !bytes.Equal(got, want) {
+		g, w := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+		for i := range min(len(g), len(w)) {
+			if !bytes.Equal(g[i], w[i]) {
+				t.Fatalf("line %d (of %d, want %d):\n got %s\nwant %s", i+1, len(g), len(w), g[i], w[i])
+			}
+		}
+		t.Fatalf("ReadFile gave %d lines, want %d", len(g), len(w))
+	}
+}
