@@ -187,6 +187,21 @@ func (c Characteristic) String() string {
 	return fields[c.id].name
 }
 
+// KnownAtRequest reports whether the characteristic is known when the request
+// arrives, before it is served: true for the client's address and what its
+// request line, headers and cookies say; false for the response (status,
+// bytes, timing), log-only variables, the protocol string, the sniffed
+// fingerprints (joined onto log lines, not onto decision requests) and the
+// source, which differs between the two.
+func (c Characteristic) KnownAtRequest() bool {
+	switch c.id {
+	case fIP, fPrefix, fASN, fCountry, fPort, fHost, fMethod, fPath, fQuery,
+		fUserAgent, fReferer, fHeader, fCookie, fTime:
+		return true
+	}
+	return false
+}
+
 // Kind returns the type of the characteristic's value.
 func (c Characteristic) Kind() Kind { return fields[c.id].kind }
 

@@ -61,6 +61,11 @@ type Rule struct {
 	Native bool
 	// Fallback names the expressions that kept the rule from being native.
 	Fallback []string
+	// RequestTime reports that the rule reads only what is known when a
+	// request arrives (no status, bytes, timing, log variables, fingerprints
+	// or source), so the decision API can count it before the request is
+	// served, and its own request can already be mitigated.
+	RequestTime bool
 
 	hasMitigate bool
 }
@@ -233,6 +238,7 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 			continue
 		}
 		seen[r.Name] = r
+		r.RequestTime = requestTime(src.module, r)
 		if clean {
 			rules = append(rules, r)
 			modules[src.file] = src.module

@@ -127,7 +127,10 @@ func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
 		return 1
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tCHARACTERISTICS\tPERIOD\tLIMIT\tACTION\tTIMEOUT\tALGORITHM\tEVALUATION\tFILE")
+	// COUNTED: "request" rules read only what is known when a request
+	// arrives, and decision.count counts them when nginx asks; "log" rules
+	// are counted from the access log line.
+	fmt.Fprintln(tw, "RULE\tCHARACTERISTICS\tPERIOD\tLIMIT\tACTION\tTIMEOUT\tALGORITHM\tEVALUATION\tCOUNTED\tFILE")
 	fallbacks := 0
 	for i, r := range all.Rules() {
 		var cs []string
@@ -143,8 +146,12 @@ func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
 			eval = "fallback"
 			fallbacks++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, strings.Join(cs, ","), r.Period, limit,
-			r.Action, r.MitigationTimeout, r.Algorithm, eval, filepath.Join(names[i], r.File))
+		counted := "log"
+		if r.RequestTime {
+			counted = "request"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, strings.Join(cs, ","), r.Period, limit,
+			r.Action, r.MitigationTimeout, r.Algorithm, eval, counted, filepath.Join(names[i], r.File))
 	}
 	tw.Flush()
 	for i, r := range all.Rules() {

@@ -20,7 +20,7 @@ func TestRulesCheck(t *testing.T) {
 		{
 			name:   "builtin",
 			args:   []string{"check", "--builtin"},
-			stdout: []string{"login_bruteforce", "scanner_ua", "ip.src.asnum", "native", "rules ok", " 0 fallback"},
+			stdout: []string{"COUNTED", "login_bruteforce", "scanner_ua", "ip.src.asnum", "native", "request", "log", "rules ok", " 0 fallback"},
 		},
 		{
 			name:   "good dir with a fallback rule",

@@ -1,0 +1,66 @@
+package rules
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// requestPaths are the input paths known when a request arrives, as
+// characteristics.KnownAtRequest says: a reference that starts with one of
+// them (http.headers["x"], ip.src) reads only what the decision API sees.
+var requestPaths = [][]string{
+	{"ip", "src"}, {"ip", "prefix"}, {"ip", "asnum"}, {"ip", "country"}, {"ip", "port"},
+	{"http", "host"}, {"http", "method"}, {"http", "path"}, {"http", "query"},
+	{"http", "user_agent"}, {"http", "referer"}, {"http", "headers"}, {"http", "cookies"},
+	{"time"},
+}
+
+// requestTime reports whether rule r, defined by module m, can be counted
+// when a request arrives rather than from its log line: its expressions,
+// key and score read only what is known then. It is conservative: an
+// import, a reference to data outside the rule's own package (a library
+// could read anything), or a reference to input that does not reach a
+// known request path (input, input.http bound to a variable) makes it false.
+func requestTime(m *ast.Module, r *Rule) bool {
+	for _, c := range r.Characteristics {
+		if !c.KnownAtRequest() {
+			return false
+		}
+	}
+	if r.Score != nil && !r.Score.KnownAtRequest() {
+		return false
+	}
+	for _, imp := range m.Imports {
+		if ref, ok := imp.Path.Value.(ast.Ref); ok && (ref.HasPrefix(ast.InputRootRef) || ref.HasPrefix(ast.DefaultRootRef)) {
+			return false
+		}
+	}
+	ok := true
+	ast.WalkRefs(m, func(ref ast.Ref) bool {
+		switch {
+		case ref.HasPrefix(ast.InputRootRef):
+			ok = ok && knownAtRequest(ref[1:])
+		case ref.HasPrefix(ast.DefaultRootRef):
+			ok = ok && ref.HasPrefix(m.Package.Path)
+		}
+		return !ok
+	})
+	return ok
+}
+
+// knownAtRequest reports whether the input path p starts with one of
+// requestPaths, every step of that prefix a constant string.
+func knownAtRequest(p ast.Ref) bool {
+next:
+	for _, want := range requestPaths {
+		if len(p) < len(want) {
+			continue
+		}
+		for i, w := range want {
+			if s, ok := p[i].Value.(ast.String); !ok || string(s) != w {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
