@@ -126,6 +126,12 @@ type DecisionConfig struct {
 	// ShedAfter: a decision that waited longer than this in guardd is
 	// answered 503 without evaluation; default 100ms.
 	ShedAfter time.Duration `yaml:"shed_after"`
+	// Count counts requests when nginx asks, for the rules that read only
+	// what is known then (`guardd rules check` lists them), so the request
+	// that trips such a rule is already mitigated. nginx must send
+	// $request_id as X-Request-ID and log it ($request_id in log.format),
+	// so the request's log line does not count those rules again.
+	Count bool `yaml:"count"`
 }
 
 // AdminConfig is the admin API: mitigations, status and /metrics.

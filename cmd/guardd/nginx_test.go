@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The nginx side of docs/nginx.md, filled in for a test on loopback.
@@ -58,6 +60,8 @@ http {
             proxy_set_header X-Real-Port $remote_port;
             proxy_set_header X-Original-Method $request_method;
             proxy_set_header X-Original-URI $request_uri;
+            proxy_set_header X-Request-ID $request_id;
+            proxy_set_header Host $host;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_connect_timeout 100ms;
@@ -103,79 +107,8 @@ count if {
 // ordinary client from another address keeps getting the application's
 // answers; and with guardd gone, nginx fails open.
 func TestNginxEndToEnd(t *testing.T) {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/nginx"} {
-			if _, e := os.Stat(p); e == nil {
-				nginx = p
-			}
-		}
-	}
-	if nginx == "" {
-		t.Skip("nginx not installed")
-	}
-	dir := t.TempDir()
-	var appHits, inviteHits atomic.Int64
-	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		appHits.Add(1)
-		switch r.URL.Path {
-		case "/login":
-			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, "wrong password\n")
-		case "/api/invite":
-			inviteHits.Add(1)
-			io.WriteString(w, `{"ok":true,"real":true}`)
-		default:
-			io.WriteString(w, "hello from the app\n")
-		}
-	})}
-	appLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Serve(appLn)
-	defer app.Close()
-
-	// guardd, tailing the log nginx will write.
-	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
-	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
-	os.WriteFile(filepath.Join(dir, "rules", "invite.rego"), []byte(inviteRule), 0o644)
-	format := `log_format guardd '$remote_addr - $remote_user [$time_local] "$request" ' '$status $body_bytes_sent "$http_referer" "$http_user_agent" ' '$remote_port $request_time "$host" "$http_x_forwarded_for" ' '"$cookie_session" $request_id';`
-	writeTestConfig(t, dir, fmt.Sprintf(`
-log:
-  format: %q
-shadowban:
-  routes:
-    - method: POST
-      path: /api/invite
-      body: '{"ok":true}'
-`, format))
-	td := startDaemon(t, dir)
-
-	port := freePort(t)
-	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
-		"{{port}}", fmt.Sprint(port)).Replace(nginxConf)
-	confPath := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(confPath, []byte(conf), 0o644)
-	cmd := exec.Command(nginx, "-p", dir, "-c", confPath)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHTTP(t, base+"/")
-
+	st := startStack(t, "")
+	td, base, appHits, inviteHits := st.td, st.base, &st.appHits, &st.inviteHits
 	attacker, ordinary, spammer := client("127.0.0.7"), client("127.0.0.8"), client("127.0.0.9")
 
 	// The attacker fails to log in six times: the sixth goes over the limit
@@ -231,7 +164,7 @@ shadowban:
 
 	// A manual rate limit: 429 with honest headers.
 	var out, errb strings.Builder
-	admin := []string{"--admin", td.d.adminLn.Addr().String(), "--token-file", filepath.Join(dir, "state", "admin.token")}
+	admin := []string{"--admin", td.d.adminLn.Addr().String(), "--token-file", filepath.Join(td.dir, "state", "admin.token")}
 	if rc := runDecisions(append([]string{"add", "--scope", "ip.src=127.0.0.8", "--action", "rate_limit", "--duration", "90s"}, admin...), &out, &errb); rc != 0 {
 		t.Fatal(errb.String())
 	}
@@ -245,6 +178,120 @@ shadowban:
 	td.stop(t)
 	if code, body := do(t, client("127.0.0.10"), "GET", base+"/"); code != 200 || !strings.Contains(body, "hello from the app") {
 		t.Fatalf("with guardd down: %d %q, want fail-open 200", code, body)
+	}
+}
+
+// stack is nginx with docs/nginx.md's configuration in front of a test
+// application, and guardd tailing nginx's log and answering its
+// auth_request.
+type stack struct {
+	td                  *testDaemon
+	base                string
+	appHits, inviteHits atomic.Int64
+}
+
+// startStack starts the stack; decision is YAML for guardd's decision key.
+func startStack(t *testing.T, decision string) *stack {
+	st := &stack{}
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/nginx"} {
+			if _, e := os.Stat(p); e == nil {
+				nginx = p
+			}
+		}
+	}
+	if nginx == "" {
+		t.Skip("nginx not installed")
+	}
+	dir := t.TempDir()
+	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st.appHits.Add(1)
+		switch r.URL.Path {
+		case "/login":
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, "wrong password\n")
+		case "/api/invite":
+			st.inviteHits.Add(1)
+			io.WriteString(w, `{"ok":true,"real":true}`)
+		default:
+			io.WriteString(w, "hello from the app\n")
+		}
+	})}
+	appLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Serve(appLn)
+	t.Cleanup(func() { app.Close() })
+
+	// guardd, tailing the log nginx will write.
+	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules", "invite.rego"), []byte(inviteRule), 0o644)
+	format := `log_format guardd '$remote_addr - $remote_user [$time_local] "$request" ' '$status $body_bytes_sent "$http_referer" "$http_user_agent" ' '$remote_port $request_time "$host" "$http_x_forwarded_for" ' '"$cookie_session" $request_id';`
+	writeTestConfig(t, dir, fmt.Sprintf(`
+log:
+  format: %q
+%s
+shadowban:
+  routes:
+    - method: POST
+      path: /api/invite
+      body: '{"ok":true}'
+`, format, decision))
+	td := startDaemon(t, dir)
+
+	port := freePort(t)
+	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
+		"{{port}}", fmt.Sprint(port)).Replace(nginxConf)
+	confPath := filepath.Join(dir, "nginx.conf")
+	os.WriteFile(confPath, []byte(conf), 0o644)
+	cmd := exec.Command(nginx, "-p", dir, "-c", confPath)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	st.td, st.base = td, fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHTTP(t, st.base+"/")
+	return st
+}
+
+// TestNginxDecisionCount: with decision.count, a rule that reads only the
+// request counts when nginx asks, so the request that trips it is already
+// shadow-banned (the application never sees it), and the log lines of the
+// requests counted that way do not count them again.
+func TestNginxDecisionCount(t *testing.T) {
+	st := startStack(t, "decision: {listen: 127.0.0.1:0, count: true}")
+	spammer := client("127.0.0.11")
+	for i := range 3 {
+		if code, body := do(t, spammer, "POST", st.base+"/api/invite"); code != 200 || !strings.Contains(body, `"real":true`) {
+			t.Fatalf("invite %d: %d %q", i, code, body)
+		}
+	}
+	events := st.td.d.m.events.WithLabelValues("nginx_log")
+	waitUntil(t, "the three log lines to be read", func() bool { return testutil.ToFloat64(events) >= 3 })
+	// Counted at decision time and again from the log, the count would be 6
+	// and the rule would have tripped by now.
+	if n := testutil.ToFloat64(st.td.d.m.trips.WithLabelValues("invite_spam", "shadowban")); n != 0 {
+		t.Fatalf("invite_spam tripped after 3 invitations (limit 3): counted twice?")
+	}
+	// The fourth trips the rule when nginx asks: it gets the fake 200 and
+	// the application does not see it.
+	code, body := do(t, spammer, "POST", st.base+"/api/invite")
+	if code != 200 || body != `{"ok":true}` || st.inviteHits.Load() != 3 {
+		t.Fatalf("the tripping invitation: %d %q, app saw %d invitations, want the fake 200 and 3", code, body, st.inviteHits.Load())
 	}
 }
 

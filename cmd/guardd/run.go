@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/ingest/tail"
@@ -93,8 +94,9 @@ type daemon struct {
 	started time.Time
 	m       daemonMetrics
 
-	join                *sniff.Join // nil without live capture
-	outputs             []output    // firewall-facing components
+	join                *sniff.Join    // nil without live capture
+	counted             *counting.Seen // request IDs counted at decision time; nil without decision.count
+	outputs             []output       // firewall-facing components
 	decisionLn, adminLn net.Listener
 	lastEvent           atomic.Int64 // unix nanoseconds of the newest event read
 	// tailStats is a copy of the tailer's counters, published from its own
@@ -149,7 +151,15 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 	d.pipe.Store(p)
 	d.reloaded(true)
 	sb, _ := shadowban.New(cfg.Shadowban) // validated
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb,
+	var counter decision.Counter
+	if cfg.Decision.Count {
+		if d.counted, err = counting.NewSeen(1<<20, 2*time.Minute); err != nil {
+			d.store.Close()
+			return nil, err
+		}
+		counter = &requestCounter{d: d}
+	}
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Counter: counter,
 		ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
 		d.store.Close()
@@ -224,6 +234,10 @@ func (d *daemon) build(cfg *Config) (*pipeline, error) {
 		return nil, err
 	}
 	p.engine = eng
+	if cfg.Decision.Count && !cfg.Log.JSON && !slices.Contains(p.format.Variables(), "request_id") {
+		p.enricher.Close()
+		return nil, errors.New("decision.count: log.format has no $request_id; without it a request counted at decision time would be counted again from its log line")
+	}
 	return p, nil
 }
 
@@ -402,6 +416,9 @@ func (d *daemon) runTail(ctx context.Context) error {
 			}
 			mm.Reset()
 			p.engine.Prepare(&ev, &mm)
+			if d.counted != nil {
+				d.skipCounted(&ev, rs, mm.Items)
+			}
 			p.engine.Apply(ev.Time, mm.Items, mm.Keys)
 			for _, it := range mm.Items {
 				if it.Count {

@@ -40,7 +40,8 @@ mitigate if true
 // writeTestConfig writes dir/guardd.yaml for a daemon on loopback that
 // follows dir/access.log (from its start) with the rules in dir/rules (the
 // test login rule when there is none) and keeps state in dir/state. extra is
-// YAML appended for what a test adds (top-level keys the base does not use).
+// YAML appended for what a test adds (top-level keys the base does not use,
+// or a whole decision: key, which replaces the base's).
 func writeTestConfig(t *testing.T, dir, extra string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(dir, "rules")); err != nil {
@@ -58,6 +59,9 @@ admin: {listen: 127.0.0.1:0}
 rules: {disable_builtin: true, dirs: [%q]}
 mitigation: {state_dir: %q}
 `, log, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))
+	if strings.Contains("\n"+extra, "\ndecision:") {
+		base = strings.Replace(base, "decision: {listen: 127.0.0.1:0}\n", "", 1)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(base+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}

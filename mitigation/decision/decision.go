@@ -47,12 +47,23 @@ type Store interface {
 	Shapes() []mitigation.Shape
 }
 
+// Counter counts a request when it arrives. The daemon's engine is one: it
+// counts the rules that can be counted then (rules.Rule.RequestTime) and
+// remembers the request's ID so its log line does not count them again.
+type Counter interface {
+	CountRequest(ev *characteristics.Event)
+}
+
 // Config configures a Handler.
 type Config struct {
 	Store    Store                     // required
 	Rules    *rules.Set                // rules whose mitigation expressions apply; may be replaced with SetRules
 	Enricher *characteristics.Enricher // nil: prefixes only
 	Shadow   *shadowban.Responder      // nil: an empty JSON 200
+	// Counter, if set, counts each decide request before its mitigations
+	// are looked up, so the request that trips a rule is already
+	// mitigated. nil: requests are counted from the log only.
+	Counter Counter
 	// ShedAfter sheds load: a decide request that has waited longer than
 	// this in guardd (behind slow decisions on its event loop) is answered
 	// "shed" without evaluation, which /v1/respond renders as a 503 with
@@ -70,6 +81,7 @@ type Handler struct {
 	state    atomic.Pointer[ruleState]
 	enricher *characteristics.Enricher
 	shadow   *shadowban.Responder
+	counter  Counter
 	now      func() time.Time
 	log      *slog.Logger
 	shed     time.Duration
@@ -97,7 +109,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.ShedAfter < 0 {
 		return nil, errors.New("decision: negative ShedAfter")
 	}
-	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
+	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, counter: cfg.Counter, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -201,6 +213,9 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
 	h.enricher.Enrich(ev)
+	if h.counter != nil {
+		h.counter.CountRequest(ev)
+	}
 	st := h.state.Load()
 	if st.set != nil {
 		st.set.Eval(ev, &s.m)

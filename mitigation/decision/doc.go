@@ -34,7 +34,13 @@
 // in guardd (behind slow decisions on its loop) is not evaluated; it is
 // answered "shed", which /v1/respond renders as 503 with Retry-After.
 //
-// A decision does not count the request: counting happens once, from the
-// access log line, which carries the response status most rules need. So a
-// request is never counted twice.
+// Counting: by default a decision does not count the request; counting
+// happens once, from the access log line, which carries the response status
+// most rules need. With a Config.Counter (guardd run's decision.count), the
+// rules that read only what is known when a request arrives are counted at
+// decision time instead, before the lookups, so the request that trips such
+// a rule is already mitigated; the counter remembers the request's ID
+// (nginx's $request_id, sent as X-Request-ID) and the request's log line,
+// which carries the same ID, counts only the other rules. A request without
+// an ID is left to its log line. Either way a request is counted once.
 package decision
