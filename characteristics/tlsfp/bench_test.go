@@ -59,3 +59,17 @@ func BenchmarkScannerFeed(b *testing.B) {
 		b.Fatal("no hello")
 	}
 }
+
+func BenchmarkParseAndAppendText(b *testing.B) {
+	msg := chromeLike(b)
+	var ch ClientHello
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if err := ParseClientHello(msg, &ch); err != nil {
+			b.Fatal(err)
+		}
+		buf, _ = AppendText(buf[:0], &ch, 't', Options{})
+	}
+}

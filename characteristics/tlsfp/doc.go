@@ -14,7 +14,8 @@
 //     finds a hello behind an unknown preamble such as STARTTLS.
 //   - Parsing and scanning reuse the caller's ClientHello and Scanner and do
 //     not allocate once their buffers have grown; Compute allocates two
-//     strings, whose substrings are the fingerprints it returns.
+//     strings, whose substrings are the fingerprints it returns, and
+//     AppendText writes the same into the caller's buffer.
 //
 // It gives up:
 //   - DTLS (not parsed), and JA3 for SSLv2-compatible hellos (none is defined:

@@ -36,14 +36,58 @@ const hexDigits = "0123456789abcdef"
 // Compute fingerprints a parsed ClientHello. transport is 't' for TLS over
 // TCP and 'q' for QUIC (it is JA4's first character).
 //
-// It allocates two strings (three with an uncommon ALPN): the short fields
-// (SNI and the hashes) share one backing array and the long raw strings
-// (JA3, JA3N, JA4_r, JA4_ro) another, so a caller that keeps only the short
-// ones (a join table) does not keep the long ones alive.
+// It allocates two strings: the short fields (SNI, ALPN, the hashes, JA4 and
+// JA4_o) share one backing array and the long raw strings (JA3, JA3N, JA4_r,
+// JA4_ro) another, so a caller that keeps only short ones (a join table) does
+// not keep the long ones alive. AppendText computes the same without
+// allocating.
 func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
-	var fp Fingerprint
-	fp.ALPN = alpnString(ch.ALPN)
+	var buf [2560]byte
+	b, t := AppendText(buf[:0], ch, transport, opts)
+	return t.fingerprint(string(b[:t.split]), string(b[t.split:]), t.split)
+}
 
+// Text says where AppendText put each fingerprint of one ClientHello: byte
+// offsets into the buffer it appended to.
+type Text struct {
+	ja3, ja3n, ja4r, ja4ro                  span // the long raw strings
+	split                                   int  // where the short ones start
+	sni, alpn, ja3Hash, ja3nHash, ja4, ja4o span
+}
+
+type span struct{ start, end int }
+
+// in returns the span of s, a string starting at offset base of the buffer.
+func (sp span) in(s string, base int) string {
+	if sp.start == sp.end {
+		return "" // also the zero span of a field an SSLv2 hello lacks
+	}
+	return s[sp.start-base : sp.end-base]
+}
+
+// Fingerprint returns the fingerprints as substrings of s, which holds the
+// buffer AppendText appended to (string(buf), or a string aliasing it for as
+// long as the buffer is left unchanged). It does not allocate.
+func (t *Text) Fingerprint(s string) Fingerprint { return t.fingerprint(s, s, 0) }
+
+// fingerprint takes the long fields from long and the short ones from short,
+// which starts at offset base of the buffer.
+func (t *Text) fingerprint(long, short string, base int) Fingerprint {
+	return Fingerprint{
+		SNI: t.sni.in(short, base), ALPN: t.alpn.in(short, base),
+		JA3: t.ja3.in(long, 0), JA3Hash: t.ja3Hash.in(short, base),
+		JA3N: t.ja3n.in(long, 0), JA3NHash: t.ja3nHash.in(short, base),
+		JA4: t.ja4.in(short, base), JA4R: t.ja4r.in(long, 0),
+		JA4O: t.ja4o.in(short, base), JA4RO: t.ja4ro.in(long, 0),
+	}
+}
+
+// AppendText appends the text of every fingerprint of ch to dst, as Compute
+// computes them, and says where each one is. The long raw strings come first
+// (JA3, JA3N, JA4_r, JA4_ro), then the SNI, ALPN, hashes, JA4 and JA4_o. It
+// does not allocate when dst has room (about 2 KiB for a browser's hello).
+func AppendText(dst []byte, ch *ClientHello, transport byte, opts Options) ([]byte, Text) {
+	var t Text
 	// Non-GREASE ciphers and extensions in wire order, and sorted copies,
 	// kept in stack arrays when small.
 	var cs, es, css, ess [64]uint16
@@ -64,63 +108,57 @@ func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
 	put2(a[6:8], len(exts))
 	a[8], a[9] = alpnChars(ch, opts.LegacyALPN)
 
-	// The long strings, one after the other: JA3, JA3N, JA4_r, JA4_ro.
-	var lb [2048]byte
-	long := lb[:0]
-	var ja3, ja3n [2]int // [start, end) in long
+	b := dst
+	start := len(b)
 	if !ch.SSLv2 {
-		long = strconv.AppendUint(long, uint64(ch.LegacyVersion), 10)
-		long = append(long, ',')
-		long = appendDecList(long, ciphers)
-		long = append(long, ',')
-		extStart := len(long)
-		long = appendDecList(long, exts)
-		extEnd := len(long)
-		long = append(long, ',')
-		long = appendDecList(long, ch.Groups)
-		long = append(long, ',')
+		b = strconv.AppendUint(b, uint64(ch.LegacyVersion), 10)
+		b = append(b, ',')
+		b = appendDecList(b, ciphers)
+		b = append(b, ',')
+		extStart := len(b)
+		b = appendDecList(b, exts)
+		extEnd := len(b)
+		b = append(b, ',')
+		b = appendDecList(b, ch.Groups)
+		b = append(b, ',')
 		for i, p := range ch.PointFormats {
 			if i > 0 {
-				long = append(long, '-')
+				b = append(b, '-')
 			}
-			long = appendDec(long, uint16(p))
+			b = appendDec(b, uint16(p))
 		}
-		ja3 = [2]int{0, len(long)}
+		t.ja3 = span{start, len(b)}
 		// JA3N differs from JA3 only in the order of the extensions.
-		long = append(long, long[:extStart]...)
-		long = appendDecList(long, sortedExts)
-		long = append(long, long[extEnd:ja3[1]]...)
-		ja3n = [2]int{ja3[1], len(long)}
+		b = append(b, b[start:extStart]...)
+		b = appendDecList(b, sortedExts)
+		b = append(b, b[extEnd:t.ja3.end]...)
+		t.ja3n = span{t.ja3.end, len(b)}
 	}
-	var ja4r, ja4ro, bS, cS, bO, cO [2]int
-	ja4r[0] = len(long)
-	long, bS, cS = appendJA4Raw(long, &a, sortedCiphers, sortedExts, ch.SigAlgs, true)
-	ja4r[1] = len(long)
-	ja4ro[0] = len(long)
-	long, bO, cO = appendJA4Raw(long, &a, ciphers, exts, ch.SigAlgs, false)
-	ja4ro[1] = len(long)
+	var bS, cS, bO, cO span
+	t.ja4r.start = len(b)
+	b, bS, cS = appendJA4Raw(b, &a, sortedCiphers, sortedExts, ch.SigAlgs, true)
+	t.ja4r.end = len(b)
+	t.ja4ro.start = len(b)
+	b, bO, cO = appendJA4Raw(b, &a, ciphers, exts, ch.SigAlgs, false)
+	t.ja4ro.end = len(b)
 
-	// The short strings: SNI, JA3 hash, JA3N hash, JA4, JA4_o.
-	var sb [512]byte
-	short := append(sb[:0], ch.SNI...)
-	sni := len(short)
+	t.split = len(b)
+	b = append(b, ch.SNI...)
+	t.sni = span{t.split, len(b)}
+	b = append(b, ch.ALPN...)
+	t.alpn = span{t.sni.end, len(b)}
 	if !ch.SSLv2 {
-		short = appendMD5Hex(short, long[ja3[0]:ja3[1]])
-		short = appendMD5Hex(short, long[ja3n[0]:ja3n[1]])
+		b = appendMD5Hex(b, t.ja3)
+		t.ja3Hash = span{t.alpn.end, len(b)}
+		b = appendMD5Hex(b, t.ja3n)
+		t.ja3nHash = span{t.ja3Hash.end, len(b)}
 	}
-	hashes := len(short)
-	short = appendJA4(short, &a, long[bS[0]:bS[1]], long[cS[0]:cS[1]])
-	short = appendJA4(short, &a, long[bO[0]:bO[1]], long[cO[0]:cO[1]])
-
-	l, s := string(long), string(short)
-	if !ch.SSLv2 {
-		fp.JA3, fp.JA3N = l[ja3[0]:ja3[1]], l[ja3n[0]:ja3n[1]]
-		fp.JA3Hash, fp.JA3NHash = s[sni:sni+32], s[sni+32:sni+64]
-	}
-	fp.JA4R, fp.JA4RO = l[ja4r[0]:ja4r[1]], l[ja4ro[0]:ja4ro[1]]
-	fp.SNI = s[:sni]
-	fp.JA4, fp.JA4O = s[hashes:hashes+ja4Len], s[hashes+ja4Len:hashes+2*ja4Len]
-	return fp
+	t.ja4.start = len(b)
+	b = appendJA4(b, &a, bS, cS)
+	t.ja4.end = len(b)
+	b = appendJA4(b, &a, bO, cO)
+	t.ja4o = span{t.ja4.end, len(b)}
+	return b, t
 }
 
 // ja4Len is the length of JA4 and JA4_o: part a, then two 12-digit hashes.
@@ -128,21 +166,22 @@ const ja4Len = 10 + 1 + 12 + 1 + 12
 
 // appendJA4Raw appends a_b_c, where b is the ciphers in hex and c JA4's
 // part-c input (see appendExtSig), and returns where b and c are in buf.
-func appendJA4Raw(buf []byte, a *[10]byte, ciphers, exts, sigalgs []uint16, dropSNIALPN bool) ([]byte, [2]int, [2]int) {
+func appendJA4Raw(buf []byte, a *[10]byte, ciphers, exts, sigalgs []uint16, dropSNIALPN bool) ([]byte, span, span) {
 	buf = append(buf, a[:]...)
 	buf = append(buf, '_')
-	b0 := len(buf)
+	b := span{start: len(buf)}
 	buf = appendHex4List(buf, ciphers)
-	b1 := len(buf)
+	b.end = len(buf)
 	buf = append(buf, '_')
-	c0 := len(buf)
+	c := span{start: len(buf)}
 	buf = appendExtSig(buf, exts, sigalgs, dropSNIALPN)
-	return buf, [2]int{b0, b1}, [2]int{c0, len(buf)}
+	c.end = len(buf)
+	return buf, b, c
 }
 
-// appendJA4 appends a_hash12(b)_hash12(c).
-func appendJA4(buf []byte, a *[10]byte, b, c []byte) []byte {
-	hb, hc := hash12(b), hash12(c)
+// appendJA4 appends a_hash12(b)_hash12(c), where b and c are spans of buf.
+func appendJA4(buf []byte, a *[10]byte, b, c span) []byte {
+	hb, hc := hash12(buf[b.start:b.end]), hash12(buf[c.start:c.end])
 	buf = append(buf, a[:]...)
 	buf = append(buf, '_')
 	buf = append(buf, hb[:]...)
@@ -150,8 +189,9 @@ func appendJA4(buf []byte, a *[10]byte, b, c []byte) []byte {
 	return append(buf, hc[:]...)
 }
 
-func appendMD5Hex(buf, b []byte) []byte {
-	sum := md5.Sum(b)
+// appendMD5Hex appends the MD5 of the span sp of buf, in hex.
+func appendMD5Hex(buf []byte, sp span) []byte {
+	sum := md5.Sum(buf[sp.start:sp.end])
 	var h [32]byte
 	hex.Encode(h[:], sum[:])
 	return append(buf, h[:]...)
@@ -349,21 +389,4 @@ func alpnChars(ch *ClientHello, legacy bool) (byte, byte) {
 		return p[0], p[n-1]
 	}
 	return hexDigits[p[0]>>4], hexDigits[p[n-1]&0xf]
-}
-
-// alpnString returns the common protocol names without allocating.
-func alpnString(p []byte) string {
-	switch string(p) {
-	case "":
-		return ""
-	case "h2":
-		return "h2"
-	case "http/1.1":
-		return "http/1.1"
-	case "h3":
-		return "h3"
-	case "http/1.0":
-		return "http/1.0"
-	}
-	return string(p)
 }

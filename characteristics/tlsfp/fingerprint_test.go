@@ -503,7 +503,7 @@ func TestComputeAllocs(t *testing.T) {
 	if err := ParseClientHello(helloCases()[0].hello(t), &ch); err != nil {
 		t.Fatal(err)
 	}
-	// Two backing arrays for the nine strings (ALPN "h2" is a constant).
+	// Two backing arrays for the ten strings.
 	if allocs := testing.AllocsPerRun(100, func() { _ = Compute(&ch, 't', Options{}) }); allocs > 2 {
 		t.Errorf("Compute allocates %.1f times, want <= 2", allocs)
 	}
@@ -544,5 +544,36 @@ func TestCopyToAllocs(t *testing.T) {
 	ch.CopyTo(&dst)
 	if allocs := testing.AllocsPerRun(100, func() { ch.CopyTo(&dst) }); allocs != 0 {
 		t.Errorf("CopyTo into a grown ClientHello allocates %.1f times, want 0", allocs)
+	}
+}
+
+// TestAppendText checks that AppendText, after whatever a buffer already
+// holds, gives the fingerprints of Compute.
+func TestAppendText(t *testing.T) {
+	buf := []byte("bytes of the records before")
+	for _, tc := range helloCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			var ch ClientHello
+			if err := ParseHello(tc.hello(t), &ch); err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			want := Compute(&ch, tc.transport, tc.opts)
+			var txt Text
+			buf, txt = AppendText(buf, &ch, tc.transport, tc.opts)
+			if got := txt.Fingerprint(string(buf)); got != want {
+				t.Errorf("AppendText:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestAppendTextAllocs(t *testing.T) {
+	var ch ClientHello
+	if err := ParseClientHello(helloCases()[0].hello(t), &ch); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 4096)
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = AppendText(buf[:0], &ch, 't', Options{}) }); allocs != 0 {
+		t.Errorf("AppendText into a buffer with room allocates %.1f times, want 0", allocs)
 	}
 }

@@ -56,22 +56,24 @@ func runFingerprint(args []string, stdout, stderr io.Writer) int {
 	if !*jsonOut {
 		w.WriteString(tableHeader)
 	}
-	// ReadFile calls emit from one goroutine of its own, while it reads and
-	// decodes the next packets.
-	var line []byte
-	emit := func(r *sniff.Record) {
+	// FormatFile formats records on its fingerprinting workers, concurrently,
+	// and writes them to w in capture order.
+	format := func(dst []byte, r *sniff.Record) []byte {
 		if *jsonOut {
-			line = r.AppendJSON(line[:0])
+			dst = r.AppendJSON(dst)
 		} else {
-			line = appendRow(line[:0], r)
+			dst = appendRow(dst, r)
 		}
-		line = append(line, '\n')
-		w.Write(line)
+		return append(dst, '\n')
 	}
 	status := 0
 	for _, path := range fs.Args() {
-		st, err := sniff.ReadFile(path, cfg, emit)
-		w.Flush() // the file's lines are out before its messages on stderr
+		st, err := sniff.FormatFile(path, cfg, w, format)
+		// The file's lines are out before its messages on stderr.
+		if werr := w.Flush(); werr != nil {
+			fmt.Fprintf(stderr, "guardd fingerprint: write: %v\n", werr)
+			return 1
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "guardd fingerprint: %v\n", err)
 			status = 1

@@ -22,7 +22,9 @@
 //   - Join matches records to log events by client address and port.
 //   - ReadFile uses the machine's cores for one file: it reads ahead on one
 //     goroutine, computes fingerprints on GOMAXPROCS workers, and calls emit
-//     from one goroutine (not the caller's), in capture order.
+//     from one goroutine (not the caller's), in capture order. FormatFile
+//     also formats on the workers, from fingerprint text it does not
+//     allocate, and writes the result in capture order.
 //
 // What it gives up:
 //   - It reads only the start of each connection: hellos after 64 KiB,

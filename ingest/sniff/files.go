@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/guardd/guardd/characteristics/tlsfp"
 	"github.com/guardd/guardd/ingest/capture"
@@ -38,7 +39,35 @@ type batch struct {
 // calls emit. emit is called from that one goroutine only, never
 // concurrently, and every call has returned when ReadFile returns.
 func ReadFile(path string, cfg Config, emit func(*Record)) (Stats, error) {
-	s, err := New(cfg, emit)
+	if emit == nil {
+		return Stats{}, errors.New("sniff: nil emit func")
+	}
+	return readFile(path, cfg, &fingerprinter{emit: emit})
+}
+
+// FormatFile runs one capture file as ReadFile does, but renders each record
+// with format and writes what it appends to w, in capture order, instead of
+// emitting records: guardd fingerprint's output. format runs on the
+// fingerprinting workers, so formatting is spread over the cores too: it is
+// called concurrently and must be safe for that (AppendJSON is), and the
+// Record it is given, strings included, is valid only during the call. One
+// goroutine writes to w, a batch of records at a time; a write error stops
+// the writing and is returned (wrapped) once the file has been read.
+func FormatFile(path string, cfg Config, w io.Writer, format func(dst []byte, r *Record) []byte) (Stats, error) {
+	if w == nil || format == nil {
+		return Stats{}, errors.New("sniff: nil writer or format func")
+	}
+	f := &fingerprinter{w: w, format: format}
+	st, err := readFile(path, cfg, f)
+	if err == nil && f.werr != nil {
+		err = fmt.Errorf("sniff: %s: write: %w", path, f.werr)
+	}
+	return st, err
+}
+
+// readFile runs path through a new Sniffer whose records go to f.
+func readFile(path string, cfg Config, f *fingerprinter) (Stats, error) {
+	s, err := New(cfg, func(*Record) {}) // its records go to f instead
 	if err != nil {
 		return Stats{}, err
 	}
@@ -64,15 +93,15 @@ func ReadFile(path string, cfg Config, emit func(*Record)) (Stats, error) {
 		<-done
 	}()
 
-	fp := newFingerprinter(s.opts, emit)
-	s.out = fp.add
+	f.start(s.opts)
+	s.out = f.add
 	for b := range full {
 		for i := range b.pkts {
 			s.HandlePacket(&b.pkts[i])
 		}
 		if b.err != nil {
 			s.Close()
-			fp.close()
+			f.close()
 			st := s.Stats()
 			switch {
 			case errors.Is(b.err, io.EOF):
@@ -85,7 +114,7 @@ func ReadFile(path string, cfg Config, emit func(*Record)) (Stats, error) {
 		}
 		free <- b
 	}
-	fp.close()
+	f.close()
 	return s.Stats(), nil // not reached: the last batch carries an error
 }
 
@@ -98,11 +127,17 @@ const (
 )
 
 // fingerprinter takes the records of a Sniffer in capture order, has workers
-// compute the fingerprints of their hellos and emits them, still in capture
-// order, from one goroutine.
+// compute the fingerprints of their hellos and emits them (or writes them,
+// formatted), still in capture order, from one goroutine.
 type fingerprinter struct {
+	emit func(*Record) // ReadFile
+	// FormatFile: workers render records into their batch's out, and the
+	// emitting goroutine writes it to w; werr is the first write error.
+	format func(dst []byte, r *Record) []byte
+	w      io.Writer
+	werr   error
+
 	opts    tlsfp.Options
-	emit    func(*Record)
 	cur     *fpBatch
 	work    chan *fpBatch // to the workers, in any order
 	order   chan *fpBatch // to the emitter, in capture order
@@ -114,6 +149,7 @@ type fingerprinter struct {
 type fpBatch struct {
 	recs []pendingRecord // the first n are in use
 	n    int
+	out  []byte        // FormatFile: the records, formatted
 	done chan struct{} // a token: a worker has fingerprinted the batch
 }
 
@@ -124,13 +160,13 @@ type pendingRecord struct {
 	ch        tlsfp.ClientHello // a copy: the Sniffer's is reused
 }
 
-func newFingerprinter(opts tlsfp.Options, emit func(*Record)) *fingerprinter {
-	f := &fingerprinter{opts: opts, emit: emit,
-		work:    make(chan *fpBatch, fpBatchesInFlight),
-		order:   make(chan *fpBatch, fpBatchesInFlight),
-		free:    make(chan *fpBatch, fpBatchesInFlight),
-		emitted: make(chan struct{}),
-	}
+// start makes the batches and starts the goroutines.
+func (f *fingerprinter) start(opts tlsfp.Options) {
+	f.opts = opts
+	f.work = make(chan *fpBatch, fpBatchesInFlight)
+	f.order = make(chan *fpBatch, fpBatchesInFlight)
+	f.free = make(chan *fpBatch, fpBatchesInFlight)
+	f.emitted = make(chan struct{})
 	for range fpBatchesInFlight {
 		f.free <- &fpBatch{recs: make([]pendingRecord, fpBatchRecords), done: make(chan struct{}, 1)}
 	}
@@ -140,7 +176,6 @@ func newFingerprinter(opts tlsfp.Options, emit func(*Record)) *fingerprinter {
 		go f.fingerprint()
 	}
 	go f.emitAll()
-	return f
 }
 
 // add is the Sniffer's out: it queues a copy of r, and of ch for a hello.
@@ -178,11 +213,25 @@ func (f *fingerprinter) close() {
 
 func (f *fingerprinter) fingerprint() {
 	defer f.workers.Done()
+	var text []byte // FormatFile: this worker's fingerprint text, reused
 	for b := range f.work {
+		b.out = b.out[:0]
 		for i := range b.recs[:b.n] {
-			if p := &b.recs[i]; p.hello {
-				p.rec.Fingerprint = tlsfp.Compute(&p.ch, p.transport, f.opts)
+			p := &b.recs[i]
+			if f.format == nil {
+				if p.hello {
+					p.rec.Fingerprint = tlsfp.Compute(&p.ch, p.transport, f.opts)
+				}
+				continue
 			}
+			if p.hello {
+				var t tlsfp.Text
+				text, t = tlsfp.AppendText(text[:0], &p.ch, p.transport, f.opts)
+				// Strings over the reused buffer: valid during format only.
+				p.rec.Fingerprint = t.Fingerprint(unsafe.String(unsafe.SliceData(text), len(text)))
+			}
+			b.out = f.format(b.out, &p.rec)
+			p.rec = Record{}
 		}
 		b.done <- struct{}{}
 	}
@@ -192,9 +241,15 @@ func (f *fingerprinter) emitAll() {
 	defer close(f.emitted)
 	for b := range f.order {
 		<-b.done
-		for i := range b.recs[:b.n] {
-			f.emit(&b.recs[i].rec)
-			b.recs[i].rec = Record{} // let the strings go
+		if f.format != nil {
+			if f.werr == nil {
+				_, f.werr = f.w.Write(b.out)
+			}
+		} else {
+			for i := range b.recs[:b.n] {
+				f.emit(&b.recs[i].rec)
+				b.recs[i].rec = Record{} // let the strings go
+			}
 		}
 		b.n = 0
 		f.free <- b

@@ -2,6 +2,7 @@ package sniff
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -93,5 +94,52 @@ func TestReadFileInOrder(t *testing.T) {
 			}
 		}
 		t.Fatalf("ReadFile gave %d lines, want %d", len(g), len(w))
+	}
+}
+
+func appendJSONLine(dst []byte, r *Record) []byte { return append(r.AppendJSON(dst), '\n') }
+
+// TestFormatFile checks that FormatFile, which formats on the workers from
+// fingerprint text it reuses, writes what ReadFile's records give, for a
+// capture many batches long and for every ground-truth capture.
+func TestFormatFile(t *testing.T) {
+	paths := append([]string{manyConnections(t, 3*fpBatchRecords)}, captures(t)...)
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			want := jsonLines(t, path, Config{})
+			var got bytes.Buffer
+			if _, err := FormatFile(path, Config{}, &got, appendJSONLine); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("FormatFile differs from ReadFile:\ngot:\n%.2000s\nwant:\n%.2000s", got.Bytes(), want)
+			}
+		})
+	}
+}
+
+type failingWriter struct{ n int }
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failingWriter) Write(b []byte) (int, error) {
+	w.n++
+	return 0, errDiskFull
+}
+
+// TestFormatFileWriteError: the first write error stops the writing and is
+// returned once the file has been read.
+func TestFormatFileWriteError(t *testing.T) {
+	path := manyConnections(t, 3*fpBatchRecords)
+	w := &failingWriter{}
+	st, err := FormatFile(path, Config{}, w, appendJSONLine)
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("FormatFile err = %v, want %v", err, errDiskFull)
+	}
+	if w.n != 1 {
+		t.Errorf("%d writes after the error, want none", w.n-1)
+	}
+	if st.TLS+st.HTTP != uint64(3*fpBatchRecords) {
+		t.Errorf("stats count %d records, want the whole file's %d", st.TLS+st.HTTP, 3*fpBatchRecords)
 	}
 }
