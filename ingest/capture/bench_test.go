@@ -19,7 +19,7 @@ import (
 
 // captureBytes is n Ethernet/IPv4/TCP frames of mixed sizes (66 to 1514
 // bytes, about 610 on average) as pcap (ns) or pcapng.
-func captureBytes(b *testing.B, ng bool, n int) []byte {
+func captureBytes(b testing.TB, ng bool, n int) []byte {
 	var buf bytes.Buffer
 	var (
 		write func(gopacket.CaptureInfo, []byte) error

@@ -19,6 +19,9 @@
 //     needs.
 //   - ReadPacket does not allocate: Packet.Data aliases a buffer (or the
 //     kernel ring) that is valid until the next ReadPacket call.
+//   - FileSource.ReadBatch reads many packets with large reads straight into
+//     a Batch's buffer, which their Data alias until the Batch is reused, so
+//     one goroutine can read ahead while another decodes, with no copy.
 //
 // It gives up:
 //   - Compiling arbitrary tcpdump expressions in Go: a LiveConfig.BPF other

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -31,6 +30,15 @@ type Packet struct {
 	// (0 for pcap and live sources).
 	Interface int
 	Data      []byte
+}
+
+// set fills every field of p, field by field: a Packet literal copied to *p
+// is built on the stack first.
+func (p *Packet) set(frame int, t time.Time, caplen, length int, lt layers.LinkType, iface int, data []byte) {
+	p.Frame, p.Time = frame, t
+	p.CaptureLength, p.Length = caplen, length
+	p.LinkType, p.Interface = lt, iface
+	p.Data = data
 }
 
 // Source is a stream of packets; ReadPacket returns io.EOF at the end.
@@ -65,7 +73,7 @@ const (
 type FileSource struct {
 	path   string
 	closer []io.Closer
-	r      *bufio.Reader
+	r      *chunkReader
 	off    int64 // bytes consumed from the uncompressed stream
 	frame  int
 	buf    []byte // records larger than the read buffer
@@ -80,6 +88,16 @@ type FileSource struct {
 
 	// pcapng, for the current section
 	ifaces []ngInterface
+
+	mark mark // ReadBatch: where the record being read started
+}
+
+// mark is the reading state at the start of a record or block.
+type mark struct {
+	r     int
+	off   int64
+	frame int
+	last  time.Time
 }
 
 type ngInterface struct {
@@ -127,7 +145,7 @@ func OpenFile(path string) (*FileSource, error) {
 // does not close r.
 func NewFileSource(name string, r io.Reader) (*FileSource, error) {
 	s := &FileSource{path: name}
-	br := bufio.NewReaderSize(r, bufSize)
+	br := newChunkReader(r, bufSize)
 	magic, err := br.Peek(4)
 	if err != nil {
 		return nil, s.errorf("reading the magic number: %w", noEOF(err))
@@ -139,14 +157,14 @@ func NewFileSource(name string, r io.Reader) (*FileSource, error) {
 			return nil, s.errorf("gzip: %w", err)
 		}
 		s.closer = append(s.closer, zr)
-		br = bufio.NewReaderSize(zr, bufSize)
+		br = newChunkReader(zr, bufSize)
 	case binary.LittleEndian.Uint32(magic) == 0xfd2fb528:
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
 		if err != nil {
 			return nil, s.errorf("zstd: %w", err)
 		}
 		s.closer = append(s.closer, closerFunc(func() error { zr.Close(); return nil }))
-		br = bufio.NewReaderSize(zr, bufSize)
+		br = newChunkReader(zr, bufSize)
 	}
 	s.r = br
 	if err := s.readHeader(); err != nil {
@@ -277,9 +295,17 @@ func (s *FileSource) readHeader() error {
 // ReadPacket reads the next packet record into p. It returns io.EOF after
 // the last one.
 func (s *FileSource) ReadPacket(p *Packet) error {
+	if s.r.pinned {
+		s.r.unpin() // leave the last batch's bytes alone
+	}
+	return s.readPacket(p)
+}
+
+func (s *FileSource) readPacket(p *Packet) error {
 	if s.format == formatPcapNG {
 		return s.readNG(p)
 	}
+	s.setMark()
 	at := s.off
 	h, err := s.read(s.recHdrLen)
 	if err != nil {
@@ -304,7 +330,7 @@ func (s *FileSource) ReadPacket(p *Packet) error {
 		return s.frameErrorf(at, "%d bytes of packet data: %w", caplen, noEOF(err))
 	}
 	s.last = time.Unix(int64(sec), nsec)
-	*p = Packet{Frame: s.frame, Time: s.last, CaptureLength: int(caplen), Length: int(max(wirelen, caplen)), LinkType: s.linkType, Data: data}
+	p.set(s.frame, s.last, int(caplen), int(max(wirelen, caplen)), s.linkType, 0, data)
 	return nil
 }
 
@@ -343,6 +369,7 @@ func (s *FileSource) readSection() error {
 
 func (s *FileSource) readNG(p *Packet) error {
 	for {
+		s.setMark()
 		at := s.off
 		h, err := s.r.Peek(8)
 		if err != nil {
@@ -525,7 +552,72 @@ func (s *FileSource) packet(typ uint32, body []byte, p *Packet) error {
 	if hasTime {
 		s.last = in.timestamp(ts)
 	}
-	*p = Packet{Frame: s.frame, Time: s.last, CaptureLength: int(caplen), Length: int(max(wirelen, caplen)),
-		LinkType: in.linkType, Interface: ifidx, Data: data}
+	p.set(s.frame, s.last, int(caplen), int(max(wirelen, caplen)), in.linkType, ifidx, data[:caplen:caplen])
 	return nil
+}
+
+// Batch is packets read together by FileSource.ReadBatch, with the buffer
+// their Data point into. A Batch is reused: each ReadBatch overwrites it.
+type Batch struct {
+	Packets []Packet
+	buf     []byte
+}
+
+// The buffer of a Batch starts at batchBufSize, which one read system call
+// fills, and doubles when a record does not fit, up to batchBufMax, which
+// holds any record (MaxBlockSize) and the bytes before it.
+const (
+	batchBufSize = 256 << 10
+	batchBufMax  = 2 * MaxBlockSize
+)
+
+// NewBatch returns a Batch for up to n packets (at least 1).
+func NewBatch(n int) *Batch {
+	return &Batch{Packets: make([]Packet, 0, max(n, 1))}
+}
+
+// ReadBatch reads up to cap(b.Packets) packets into b.Packets. The file is
+// read with large reads straight into b's buffer, and each packet's Data
+// points there: no copy, and Data stays valid until b is passed to ReadBatch
+// again (other Batches, and ReadPacket, leave it alone). It returns the error
+// that ended the file (io.EOF at the end) with the packets before it.
+// Batches can be read on one goroutine and used on another.
+func (s *FileSource) ReadBatch(b *Batch) error {
+	if len(b.buf) < batchBufSize {
+		b.buf = make([]byte, batchBufSize)
+	}
+	s.r.pin(b.buf)
+	b.Packets = b.Packets[:0]
+	for len(b.Packets) < cap(b.Packets) {
+		n := len(b.Packets)
+		b.Packets = b.Packets[:n+1]
+		err := s.readPacket(&b.Packets[n])
+		if err == nil {
+			continue
+		}
+		b.Packets = b.Packets[:n]
+		if !errors.Is(err, errChunkFull) {
+			return err
+		}
+		s.rewind()
+		if n > 0 {
+			return nil // the record goes first in the next batch
+		}
+		if len(b.buf) >= batchBufMax {
+			return fmt.Errorf("capture: %s: byte %d: a record larger than %d bytes", s.path, s.off, batchBufMax)
+		}
+		// A record larger than the buffer: grow it.
+		b.buf = make([]byte, min(2*len(b.buf), batchBufMax))
+		s.r.pin(b.buf)
+	}
+	return nil
+}
+
+func (s *FileSource) setMark() {
+	s.mark = mark{r: s.r.r, off: s.off, frame: s.frame, last: s.last}
+}
+
+// rewind goes back to the start of the record a batch had no room for.
+func (s *FileSource) rewind() {
+	s.r.r, s.off, s.frame, s.last = s.mark.r, s.mark.off, s.mark.frame, s.mark.last
 }

@@ -12,19 +12,18 @@ import (
 	"github.com/guardd/guardd/ingest/capture"
 )
 
-// Read-ahead of ReadFile: batches of packets copied out of the reader's
-// buffer, so reading the file overlaps with fingerprinting.
+// Read-ahead of ReadFile: batches of packets read straight into a batch's
+// buffer (capture.FileSource.ReadBatch), so reading the file overlaps with
+// decoding and nothing is copied.
 const (
-	batchPackets = 256
-	batchBytes   = 1 << 20
+	batchPackets = 1024
 	batchesAhead = 4
 )
 
-// batch is a run of packets whose Data point into buf.
+// batch is a run of packets read together.
 type batch struct {
-	pkts []capture.Packet
-	buf  []byte
-	err  error // set on the last batch: io.EOF or the read error
+	*capture.Batch
+	err error // set on the last batch: io.EOF or the read error
 }
 
 // ReadFile runs one pcap or pcapng file through a new Sniffer, calling emit for
@@ -80,7 +79,7 @@ func readFile(path string, cfg Config, f *fingerprinter) (Stats, error) {
 	full := make(chan *batch, batchesAhead)
 	free := make(chan *batch, batchesAhead+1)
 	for range batchesAhead + 1 {
-		free <- &batch{pkts: make([]capture.Packet, 0, batchPackets), buf: make([]byte, 0, batchBytes)}
+		free <- &batch{Batch: capture.NewBatch(batchPackets)}
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -96,8 +95,8 @@ func readFile(path string, cfg Config, f *fingerprinter) (Stats, error) {
 	f.start(s.opts)
 	s.out = f.add
 	for b := range full {
-		for i := range b.pkts {
-			s.HandlePacket(&b.pkts[i])
+		for i := range b.Packets {
+			s.HandlePacket(&b.Packets[i])
 		}
 		if b.err != nil {
 			s.Close()
@@ -258,9 +257,8 @@ func (f *fingerprinter) emitAll() {
 
 // readAhead fills free batches from src and hands them on, until an error
 // (io.EOF included), which goes with the last batch, or until stop closes.
-func readAhead(src capture.Source, free <-chan *batch, full chan<- *batch, stop <-chan struct{}) {
+func readAhead(src *capture.FileSource, free <-chan *batch, full chan<- *batch, stop <-chan struct{}) {
 	defer close(full)
-	var p capture.Packet
 	for {
 		var b *batch
 		select {
@@ -268,32 +266,7 @@ func readAhead(src capture.Source, free <-chan *batch, full chan<- *batch, stop 
 		case <-stop:
 			return
 		}
-		b.pkts, b.buf, b.err = b.pkts[:0], b.buf[:0], nil
-		for len(b.pkts) < batchPackets && b.err == nil {
-			if err := src.ReadPacket(&p); err != nil {
-				b.err = err
-				break
-			}
-			if len(b.buf)+len(p.Data) > cap(b.buf) && len(b.pkts) > 0 {
-				// No room: hand this batch on, keep p for the next one.
-				select {
-				case full <- b:
-				case <-stop:
-					return
-				}
-				select {
-				case b = <-free:
-				case <-stop:
-					return
-				}
-				b.pkts, b.buf, b.err = b.pkts[:0], b.buf[:0], nil
-			}
-			off := len(b.buf)
-			b.buf = append(b.buf, p.Data...)
-			q := p
-			q.Data = b.buf[off:len(b.buf):len(b.buf)]
-			b.pkts = append(b.pkts, q)
-		}
+		b.err = src.ReadBatch(b.Batch)
 		select {
 		case full <- b:
 		case <-stop:
