@@ -300,15 +300,8 @@ func connectionTokens(v []byte) (closeTok, keepAlive bool) {
 	return closeTok, keepAlive
 }
 
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+// trimOWS removes optional whitespace (RFC 9110 5.6.3) from both ends.
+func trimOWS(b []byte) []byte { return bytes.Trim(b, " \t") }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
