@@ -122,7 +122,7 @@ func readFile(path string, cfg Config, f *fingerprinter) (Stats, error) {
 // records at a time, while the Sniffer goes on with the next packets.
 const (
 	fpBatchRecords    = 256
-	fpBatchesInFlight = 8
+	fpBatchesInFlight = 4
 )
 
 // fingerprinter takes the records of a Sniffer in capture order, has workers
