@@ -120,9 +120,10 @@ type Sniffer struct {
 	ft   flowTable
 	pool pools
 
-	stats     Stats
-	malformed map[MalformedReason]uint64
-	lastSweep time.Time
+	stats       Stats
+	malformed   map[MalformedReason]uint64
+	lastSweepNS int64 // packet time of the last Flush, unix ns
+	swept       bool  // lastSweepNS is set
 
 	// current packet, for the records it completes
 	frame int
@@ -182,11 +183,13 @@ func (s *Sniffer) HandlePacket(p *capture.Packet) {
 	// A record without a time (a pcapng SPB at the start of a file) keeps
 	// the previous packet's: flow ages stay monotonic and in range.
 	if !p.Time.IsZero() {
-		s.now, s.nowNS = p.Time, p.Time.UnixNano()
-		if s.lastSweep.IsZero() {
-			s.lastSweep = p.Time
-		} else if p.Time.Sub(s.lastSweep) >= sweepEvery || p.Time.Before(s.lastSweep) {
-			s.lastSweep = p.Time
+		ns := p.Time.UnixNano()
+		s.now, s.nowNS = p.Time, ns
+		switch {
+		case !s.swept:
+			s.swept, s.lastSweepNS = true, ns
+		case ns-s.lastSweepNS >= int64(sweepEvery) || ns < s.lastSweepNS:
+			s.lastSweepNS = ns
 			s.Flush(p.Time)
 		}
 	}

@@ -156,6 +156,29 @@ func TestIdleExpiry(t *testing.T) {
 	}
 }
 
+// TestSweepByPacketTime: without a Flush call, packet time passing the idle
+// timeout expires idle flows, once a second of packet time at most.
+func TestSweepByPacketTime(t *testing.T) {
+	s, err := New(Config{IdleTimeout: time.Second}, func(*Record) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := endpoint{cli.addr, cli.port + 1}
+	feed := func(frame int, at time.Duration, from endpoint) {
+		s.HandlePacket(&capture.Packet{Frame: frame, Time: epoch.Add(at), LinkType: layers.LinkTypeEthernet,
+			Data: tcpFrame(t, from, srv, fSYN, 1, nil)})
+	}
+	feed(1, 0, cli)
+	feed(2, 900*time.Millisecond, other) // under a second since the first sweep mark: no sweep
+	if st := s.Stats(); st.FlowsActive != 2 || st.FlowsExpired != 0 {
+		t.Fatalf("before the timeout: %+v", st)
+	}
+	feed(3, 2500*time.Millisecond, other) // sweeps: cli idle 2.5 s, other 1.6 s
+	if st := s.Stats(); st.FlowsActive != 1 || st.FlowsExpired != 2 {
+		t.Fatalf("after the timeout: active %d expired %d, want 1 and 2", st.FlowsActive, st.FlowsExpired)
+	}
+}
+
 // TestFloodBounded sends distinct half-open connections past MaxFlows: the
 // table stays at its cap, evicting the oldest.
 func TestFloodBounded(t *testing.T) {
