@@ -52,7 +52,8 @@ func Compute(ch *ClientHello, transport byte, opts Options) Fingerprint {
 type Text struct {
 	ja3, ja3n, ja4r, ja4ro                  span // the long raw strings
 	split                                   int  // where the short ones start
-	sni, alpn, ja3Hash, ja3nHash, ja4, ja4o span
+	ja3Hash, ja3nHash, ja4, ja4o, sni, alpn span
+	plain                                   span // see Plain
 }
 
 type span struct{ start, end int }
@@ -84,7 +85,7 @@ func (t *Text) fingerprint(long, short string, base int) Fingerprint {
 
 // AppendText appends the text of every fingerprint of ch to dst, as Compute
 // computes them, and says where each one is. The long raw strings come first
-// (JA3, JA3N, JA4_r, JA4_ro), then the SNI, ALPN, hashes, JA4 and JA4_o. It
+// (JA3, JA3N, JA4_r, JA4_ro), then the hashes, JA4, JA4_o, SNI and ALPN. It
 // does not allocate when dst has room (about 2 KiB for a browser's hello).
 func AppendText(dst []byte, ch *ClientHello, transport byte, opts Options) ([]byte, Text) {
 	var t Text
@@ -143,13 +144,9 @@ func AppendText(dst []byte, ch *ClientHello, transport byte, opts Options) ([]by
 	t.ja4ro.end = len(b)
 
 	t.split = len(b)
-	b = append(b, ch.SNI...)
-	t.sni = span{t.split, len(b)}
-	b = append(b, ch.ALPN...)
-	t.alpn = span{t.sni.end, len(b)}
 	if !ch.SSLv2 {
 		b = appendMD5Hex(b, t.ja3)
-		t.ja3Hash = span{t.alpn.end, len(b)}
+		t.ja3Hash = span{t.split, len(b)}
 		b = appendMD5Hex(b, t.ja3n)
 		t.ja3nHash = span{t.ja3Hash.end, len(b)}
 	}
@@ -158,8 +155,24 @@ func AppendText(dst []byte, ch *ClientHello, transport byte, opts Options) ([]by
 	t.ja4.end = len(b)
 	b = appendJA4(b, &a, bO, cO)
 	t.ja4o = span{t.ja4.end, len(b)}
+	// Every byte so far is a digit, a hex digit, ',', '-', '_' or one of
+	// part a's characters, which are plain unless --ja4-alpn=legacy copied
+	// a quote or a backslash out of the ALPN.
+	if !slices.Contains(a[:], '"') && !slices.Contains(a[:], '\\') {
+		t.plain = span{start, len(b)}
+	}
+	b = append(b, ch.SNI...)
+	t.sni = span{t.ja4o.end, len(b)}
+	b = append(b, ch.ALPN...)
+	t.alpn = span{t.sni.end, len(b)}
 	return b, t
 }
+
+// Plain returns where, in the buffer AppendText appended to, every
+// fingerprint but the SNI and ALPN is, when all of it is printable ASCII
+// other than '"' and '\\' (so JSON needs no escape in it), and start == end
+// otherwise. Only --ja4-alpn=legacy can make it not plain.
+func (t *Text) Plain() (start, end int) { return t.plain.start, t.plain.end }
 
 // ja4Len is the length of JA4 and JA4_o: part a, then two 12-digit hashes.
 const ja4Len = 10 + 1 + 12 + 1 + 12

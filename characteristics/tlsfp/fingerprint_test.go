@@ -577,3 +577,42 @@ func TestAppendTextAllocs(t *testing.T) {
 		t.Errorf("AppendText into a buffer with room allocates %.1f times, want 0", allocs)
 	}
 }
+
+// TestTextPlain checks that Plain covers every fingerprint but the SNI and
+// ALPN and holds nothing JSON must escape, and that a legacy ALPN character
+// that needs escaping makes it empty.
+func TestTextPlain(t *testing.T) {
+	for _, tc := range helloCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			var ch ClientHello
+			if err := ParseHello(tc.hello(t), &ch); err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			b, txt := AppendText([]byte("before"), &ch, tc.transport, tc.opts)
+			start, end := txt.Plain()
+			if start >= end {
+				t.Fatal("not plain")
+			}
+			for _, sp := range []span{txt.ja3, txt.ja3n, txt.ja4r, txt.ja4ro, txt.ja3Hash, txt.ja3nHash, txt.ja4, txt.ja4o} {
+				if sp.start < sp.end && (sp.start < start || sp.end > end) {
+					t.Errorf("field at [%d,%d) outside the plain span [%d,%d)", sp.start, sp.end, start, end)
+				}
+			}
+			for i, c := range b[start:end] {
+				if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+					t.Fatalf("byte %d of the plain span is %q", i, c)
+				}
+			}
+		})
+	}
+	for _, alpn := range []string{`"x`, `a\`} {
+		ch := ClientHello{LegacyVersion: 0x0303, Ciphers: []uint16{0x1301}, HasALPN: true, ALPN: []byte(alpn)}
+		_, txt := AppendText(nil, &ch, 't', Options{LegacyALPN: true})
+		if start, end := txt.Plain(); start != end {
+			t.Errorf("legacy ALPN %q: plain span [%d,%d), want none", alpn, start, end)
+		}
+		if _, txt = AppendText(nil, &ch, 't', Options{}); func() bool { s, e := txt.Plain(); return s == e }() {
+			t.Errorf("spec ALPN %q: not plain", alpn)
+		}
+	}
+}

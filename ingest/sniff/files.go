@@ -227,7 +227,10 @@ func (f *fingerprinter) fingerprint() {
 				var t tlsfp.Text
 				text, t = tlsfp.AppendText(text[:0], &p.ch, p.transport, f.opts)
 				// Strings over the reused buffer: valid during format only.
-				p.rec.Fingerprint = t.Fingerprint(unsafe.String(unsafe.SliceData(text), len(text)))
+				str := unsafe.String(unsafe.SliceData(text), len(text))
+				p.rec.Fingerprint = t.Fingerprint(str)
+				start, end := t.Plain()
+				p.rec.plain = str[start:end]
 			}
 			b.out = f.format(b.out, &p.rec)
 			p.rec = Record{}

@@ -2,6 +2,7 @@ package sniff
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -141,5 +142,55 @@ func TestFormatFileWriteError(t *testing.T) {
 	}
 	if st.TLS+st.HTTP != uint64(3*fpBatchRecords) {
 		t.Errorf("stats count %d records, want the whole file's %d", st.TLS+st.HTTP, 3*fpBatchRecords)
+	}
+}
+
+// TestFormatFileReplacedField: a fingerprint the format func replaces is
+// escaped, though the ones FormatFile made are copied as they are.
+func TestFormatFileReplacedField(t *testing.T) {
+	var out bytes.Buffer
+	format := func(dst []byte, r *Record) []byte {
+		if r.Proto == ProtoTLS {
+			r.JA3 = "a\"b\\c"
+		}
+		return appendJSONLine(dst, r)
+	}
+	if _, err := FormatFile("testdata/tls13.pcap", Config{}, &out, format); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range bytes.Lines(out.Bytes()) {
+		var v map[string]any
+		if err := json.Unmarshal(line, &v); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if v["ja3"] != "a\"b\\c" || len(v["ja4_r"].(string)) < 20 {
+			t.Errorf("ja3 %q ja4_r %q", v["ja3"], v["ja4_r"])
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no record")
+	}
+}
+
+func TestInside(t *testing.T) {
+	text := "t13d1516h2_8daaf6152771_e5627efa2ab1"
+	copyOfPart := string([]byte(text[11:23]))
+	for _, tt := range []struct {
+		name string
+		s, t string
+		want bool
+	}{
+		{"part", text[11:23], text, true},
+		{"whole", text, text, true},
+		{"same bytes elsewhere", copyOfPart, text, false},
+		{"overhangs", text[30:], text[:32], false},
+		{"empty", "", text, false},
+		{"no text", text, "", false},
+	} {
+		if got := inside(tt.s, tt.t); got != tt.want {
+			t.Errorf("%s: inside = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/guardd/guardd/characteristics/tlsfp"
 )
@@ -33,6 +34,11 @@ type Record struct {
 	tlsfp.Fingerprint // tls/quic
 
 	Method, Path, JA4H, JA4HR string // http
+
+	// plain is fingerprint text that FormatFile's worker knows needs no
+	// JSON escaping (tlsfp.Text.Plain): AppendJSON copies the fields that
+	// lie in it as they are. A field set to any other string is escaped.
+	plain string
 }
 
 // AppendJSON appends r as one JSON object (no newline) with exactly the keys of
@@ -58,17 +64,39 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 		return append(dst, '}')
 	}
 	dst = appendKV(dst, "sni", r.SNI)
-	dst = appendKV(dst, "ja3", r.JA3)
-	dst = appendKV(dst, "ja3_hash", r.JA3Hash)
-	dst = appendKV(dst, "ja3n", r.JA3N)
-	dst = appendKV(dst, "ja3n_hash", r.JA3NHash)
-	dst = appendKV(dst, "ja4", r.JA4)
-	dst = appendKV(dst, "ja4_r", r.JA4R)
-	dst = appendKV(dst, "ja4_o", r.JA4O)
-	dst = appendKV(dst, "ja4_ro", r.JA4RO)
+	dst = r.appendFP(dst, "ja3", r.JA3)
+	dst = r.appendFP(dst, "ja3_hash", r.JA3Hash)
+	dst = r.appendFP(dst, "ja3n", r.JA3N)
+	dst = r.appendFP(dst, "ja3n_hash", r.JA3NHash)
+	dst = r.appendFP(dst, "ja4", r.JA4)
+	dst = r.appendFP(dst, "ja4_r", r.JA4R)
+	dst = r.appendFP(dst, "ja4_o", r.JA4O)
+	dst = r.appendFP(dst, "ja4_ro", r.JA4RO)
 	dst = append(dst, `,"hello_index":`...)
 	dst = strconv.AppendInt(dst, int64(r.HelloIndex), 10)
 	return append(dst, '}')
+}
+
+// appendFP appends a fingerprint field like appendKV, without looking for
+// bytes to escape when v is part of r.plain.
+func (r *Record) appendFP(dst []byte, k, v string) []byte {
+	if !inside(v, r.plain) {
+		return appendKV(dst, k, v)
+	}
+	dst = append(dst, ',', '"')
+	dst = append(dst, k...)
+	dst = append(dst, '"', ':', '"')
+	dst = append(dst, v...)
+	return append(dst, '"')
+}
+
+// inside reports whether the bytes of s are inside those of t.
+func inside(s, t string) bool {
+	if len(s) == 0 || len(t) == 0 {
+		return false
+	}
+	p, q := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(t)))
+	return p >= q && p+uintptr(len(s)) <= q+uintptr(len(t))
 }
 
 func appendKV(dst []byte, k, v string) []byte {
