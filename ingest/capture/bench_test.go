@@ -109,6 +109,40 @@ func BenchmarkReadPacket(b *testing.B) {
 	}
 }
 
+// BenchmarkReadBatch reads as sniff.ReadFile does: batches of 1024 packets,
+// straight into the batch's buffer.
+func BenchmarkReadBatch(b *testing.B) {
+	path := writeTempB(b, "x.pcap", captureBytes(b, false, 100_000))
+	s, err := OpenFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := NewBatch(1024)
+	var packets, bytesRead int64
+	b.ReportAllocs()
+	start, cpu0 := time.Now(), cpuTime()
+	for b.Loop() {
+		err := s.ReadBatch(batch)
+		if err == io.EOF {
+			s.Close()
+			if s, err = OpenFile(path); err != nil {
+				b.Fatal(err)
+			}
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range batch.Packets {
+			bytesRead += int64(len(p.Data))
+		}
+		packets += int64(len(batch.Packets))
+	}
+	s.Close()
+	el := time.Since(start).Seconds()
+	b.ReportMetric(float64(packets)/el, "packets/s")
+	b.ReportMetric(float64(bytesRead)/el/1e6, "MB/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(packets), "cpu-ns/packet")
+}
+
 // BenchmarkReadDecode is the front of the sniffer on one core: read a pcap
 // record and decode it to its TCP header.
 func BenchmarkReadDecode(b *testing.B) {

@@ -32,8 +32,7 @@ type Packet struct {
 	Data      []byte
 }
 
-// set fills every field of p, field by field: a Packet literal copied to *p
-// is built on the stack first.
+// set fills every field of p.
 func (p *Packet) set(frame int, t time.Time, caplen, length int, lt layers.LinkType, iface int, data []byte) {
 	p.Frame, p.Time = frame, t
 	p.CaptureLength, p.Length = caplen, length
@@ -92,12 +91,12 @@ type FileSource struct {
 	mark mark // ReadBatch: where the record being read started
 }
 
-// mark is the reading state at the start of a record or block.
+// mark is the reading state at the start of a record or block. (s.last
+// changes only once a record has been read whole.)
 type mark struct {
 	r     int
 	off   int64
 	frame int
-	last  time.Time
 }
 
 type ngInterface struct {
@@ -614,10 +613,10 @@ func (s *FileSource) ReadBatch(b *Batch) error {
 }
 
 func (s *FileSource) setMark() {
-	s.mark = mark{r: s.r.r, off: s.off, frame: s.frame, last: s.last}
+	s.mark.r, s.mark.off, s.mark.frame = s.r.r, s.off, s.frame
 }
 
 // rewind goes back to the start of the record a batch had no room for.
 func (s *FileSource) rewind() {
-	s.r.r, s.off, s.frame, s.last = s.mark.r, s.mark.off, s.mark.frame, s.mark.last
+	s.r.r, s.off, s.frame = s.mark.r, s.mark.off, s.mark.frame
 }
