@@ -301,9 +301,7 @@ func (h *Handler) readRequest(r *http1.Request, ev *characteristics.Event) error
 		return ErrNoClient
 	}
 	ev.IP = ip
-	if p, err := strconv.ParseUint(port, 10, 16); err == nil {
-		ev.Port = uint16(p)
-	}
+	ev.Port = parsePort(port)
 	ev.Method = method
 	if ev.Method == "" {
 		ev.Method = r.Method
@@ -314,6 +312,25 @@ func (h *Handler) readRequest(r *http1.Request, ev *characteristics.Event) error
 	ev.Path, ev.Query, _ = strings.Cut(uri, "?")
 	ev.Host = r.Host
 	return nil
+}
+
+// parsePort reads a port number, 0 if p is not one. strconv would allocate
+// an error for every request without X-Real-Port.
+func parsePort(p string) uint16 {
+	if p == "" || len(p) > 5 {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return 0
+		}
+		n = n*10 + int(p[i]-'0')
+	}
+	if n > 65535 {
+		return 0
+	}
+	return uint16(n)
 }
 
 // appendCookies splits a Cookie header into name=value pairs without
