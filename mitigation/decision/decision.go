@@ -217,9 +217,10 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 		h.counter.CountRequest(ev)
 	}
 	st := h.state.Load()
-	if st.set != nil {
-		st.set.Eval(ev, &s.m)
-	}
+	// The rules' mitigation expressions matter only for a request whose key
+	// has a rule's mitigation: evaluated then, once. Most requests have no
+	// mitigation at all and skip them.
+	evaluated := false
 	best := Decision{Allow: true}
 	var bestM mitigation.Mitigation
 	for _, sh := range h.store.Shapes() {
@@ -236,6 +237,10 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 			// A rule's mitigation applies only to requests its mitigation
 			// expression matches.
 			ri, known := st.index[m.Rule]
+			if known && !evaluated {
+				st.set.Eval(ev, &s.m)
+				evaluated = true
+			}
 			if known && !s.m.Mitigate(ri) {
 				continue
 			}
