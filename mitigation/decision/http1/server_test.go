@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +286,34 @@ func BenchmarkProcess(b *testing.B) {
 	for b.Loop() {
 		ss.process(c, in)
 		c.out = c.out[:0]
+	}
+}
+
+// A loop waiting in a raw epoll_wait keeps its P; a garbage collection must
+// still get through at once (the preemption signal interrupts the wait),
+// not after the wait's one-second timeout.
+func TestServeDoesNotHoldUpGC(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("raw waits need GOMAXPROCS > 1")
+	}
+	startServer(t, Config{})
+	time.Sleep(50 * time.Millisecond) // the loop is now waiting
+	for range 3 {
+		start := time.Now()
+		runtime.GC()
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("runtime.GC took %v with the loop waiting", d)
+		}
+	}
+}
+
+// With GOMAXPROCS no larger than the loops, loops wait through the
+// scheduler; serving works the same.
+func TestServeOneProc(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	_, addr := startServer(t, Config{})
+	got := raw(t, addr, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if !strings.Contains(got, "\r\n\r\n/1") || !strings.Contains(got, "\r\n\r\n/2") {
+		t.Fatalf("answers: %q", got)
 	}
 }
