@@ -8,7 +8,10 @@
 // answers back in one write per read. There is no goroutine per connection,
 // no per-request allocation and no scheduler hand-off between the request's
 // arrival and its answer, so throughput and tail latency stay flat when the
-// daemon shares a small machine with nginx. A request's strings alias the
+// daemon shares a small machine with nginx. When GOMAXPROCS leaves a P for
+// the rest of the program, a loop even waits for events in a raw
+// epoll_wait, keeping its P; the scheduler's preemption signal interrupts
+// the wait, so garbage collection is not held up. A request's strings alias the
 // loop's read buffer: they are valid only until the handler returns.
 //
 // It gives up what its one client does not need: request bodies are read
