@@ -13,7 +13,9 @@ cpu() { # command... : runs it, prints wall and CPU seconds
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(go version), commit $(git rev-parse --short HEAD)"
 
 section "counting: Add over 1M keys, beside a sharded map and x/time/rate"
-go test ./counting -run '^$' -bench 'BenchmarkAdd$|BenchmarkBytesPerKey' -benchtime 3000000x -count 1 2>&1 | grep -E 'Benchmark|ok'
+go test ./counting -run '^$' -bench 'BenchmarkAdd$' -benchtime 3000000x -count 1 2>&1 | grep -E 'Benchmark|ok'
+# Each iteration fills a table with 1M keys: one is enough.
+go test ./counting -run '^$' -bench 'BenchmarkBytesPerKey' -benchtime 1x -count 1 2>&1 | grep -E 'Benchmark|ok'
 
 section "rules: Set.Eval of the built-in library, beside full OPA evaluation"
 go test ./rules -run '^$' -bench 'BenchmarkEvalBuiltin$' -benchtime 2000000x -count 3 2>&1 | grep -E 'Benchmark'
