@@ -47,7 +47,7 @@ echo "  peer, awk|sort|uniq (floor):"
 cpu bash -c "awk '{print \$1}' $log | sort | uniq -c > /dev/null"
 if command -v goaccess >/dev/null; then
   echo "  peer, goaccess:"
-  cpu goaccess "$log" --log-format=COMBINED --no-global-config -o bench/out/goaccess.json
+  cpu goaccess "$log" --log-format=COMBINED --no-global-config --no-progress -o bench/out/goaccess.json
 fi
 
 section "guardd fingerprint beside tshark on the same capture"
