@@ -71,7 +71,7 @@ func (ss *session) process(c *conn, data []byte) {
 		c.headStart = 0
 		return
 	}
-	if served || len(c.in) == 0 || c.headStart == 0 {
+	if served || len(c.in) == 0 { // a new head starts here
 		c.headStart = ss.now.UnixNano()
 	}
 	c.in = append(c.in[:0], data...) // a forward move when data is in c.in

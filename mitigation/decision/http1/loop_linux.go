@@ -53,16 +53,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		loops = append(loops, l)
 	}
 	// The first loop to end (an error, or ctx) ends them all.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var quit atomic.Bool
-	stop := make(chan struct{})
-	var stopOnce sync.Once
 	woken := make(chan struct{})
 	go func() {
 		defer close(woken)
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
+		<-ctx.Done()
 		quit.Store(true)
 		for _, l := range loops {
 			l.wake()
@@ -73,7 +70,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	for i, l := range loops {
 		wg.Go(func() {
 			errs[i] = l.run(&quit)
-			stopOnce.Do(func() { close(stop) })
+			cancel()
 		})
 	}
 	wg.Wait()
