@@ -33,24 +33,14 @@ mitigate if true
 
 const countFormat = `$remote_addr - - [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_id`
 
+// writeCountConfig writes writeTestConfig's daemon with the login and probe
+// rules, log format format and decision.count on.
 func writeCountConfig(t *testing.T, dir, format string) {
 	t.Helper()
 	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
 	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
 	os.WriteFile(filepath.Join(dir, "rules", "probe.rego"), []byte(probeRule), 0o644)
-	log := filepath.Join(dir, "access.log")
-	os.WriteFile(log, nil, 0o644)
-	cfg := fmt.Sprintf(`
-log: {format: %q}
-sources: {nginx: {paths: [%q], poll_interval: 20ms, from_start: true}}
-decision: {listen: 127.0.0.1:0, count: true}
-admin: {listen: 127.0.0.1:0}
-rules: {disable_builtin: true, dirs: [%q]}
-mitigation: {state_dir: %q}
-`, format, log, filepath.Join(dir, "rules"), filepath.Join(dir, "state"))
-	if err := os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestConfig(t, dir, fmt.Sprintf("log: {format: %q}\ndecision: {listen: 127.0.0.1:0, count: true}\n", format))
 }
 
 func countLine(ip, path string, status int, id string) string {
