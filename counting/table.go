@@ -321,37 +321,28 @@ func (t *Table) Sweep(now int64) int {
 
 // Len returns the number of keys tracked.
 func (t *Table) Len() int {
-	n := 0
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		n += s.n
-		s.mu.Unlock()
-	}
-	return n
+	return int(t.sum(func(s *shard) uint64 { return uint64(s.n) }))
 }
 
 // Evictions returns how many keys were dropped to keep the table under
 // MaxKeys (expiry is not counted).
 func (t *Table) Evictions() uint64 {
-	var n uint64
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		n += s.evictions
-		s.mu.Unlock()
-	}
-	return n
+	return t.sum(func(s *shard) uint64 { return s.evictions })
 }
 
 // Late returns how many events were ignored because they were older than
 // the algorithm can place (see doc.go).
 func (t *Table) Late() uint64 {
+	return t.sum(func(s *shard) uint64 { return s.late })
+}
+
+// sum adds f over the shards, each read under its lock.
+func (t *Table) sum(f func(*shard) uint64) uint64 {
 	var n uint64
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		n += s.late
+		n += f(s)
 		s.mu.Unlock()
 	}
 	return n
