@@ -345,8 +345,10 @@ func (l *loop) closeConn(c *conn) {
 	if c.fd < len(l.conns) && l.conns[c.fd] == c {
 		l.conns[c.fd] = nil
 	}
-	unix.Close(c.fd) // also leaves the epoll set
+	// Counted out before the close: a peer that sees the close must not
+	// then see the connection still counted.
 	l.s.stats.conns.Add(-1)
+	unix.Close(c.fd) // also leaves the epoll set
 }
 
 // sweep closes connections past their timeouts and resumes accepting.
