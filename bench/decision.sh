@@ -6,6 +6,8 @@
 # services kept from starting). Ports 19480-19482 on 127.0.0.1.
 #
 #   bench/decision.sh [DURATION]    default 10s
+#   COUNT=1 bench/decision.sh       with decision.count: every request carries
+#                                   an X-Request-ID and is counted when asked
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-10s}
@@ -31,15 +33,20 @@ trap cleanup EXIT
 "$out/daemonbench" load -admin 127.0.0.1:19481 -token "$out/state/admin.token" -n 100000
 
 # Clients: 1 in 10 from a banned address, the rest from 10,000 others.
-cat > "$out/decide.lua" <<'LUA'
+cat > "$out/decide.lua" <<LUA
+local count = ${COUNT:-0} == 1
+LUA
+cat >> "$out/decide.lua" <<'LUA'
 local n = 0
 request = function()
   n = n + 1
   local ip
   if n % 10 == 0 then ip = string.format("10.0.%d.%d", (n / 256) % 256, n % 256)
   else ip = string.format("172.16.%d.%d", (n / 256) % 40, n % 256) end
-  return wrk.format("GET", "/v1/decide", {["X-Real-IP"] = ip, ["X-Original-Method"] = "GET",
-    ["X-Original-URI"] = "/product/" .. (n % 5000), ["User-Agent"] = "Mozilla/5.0", ["Cookie"] = "session=s" .. n})
+  local h = {["X-Real-IP"] = ip, ["X-Original-Method"] = "GET",
+    ["X-Original-URI"] = "/product/" .. (n % 5000), ["User-Agent"] = "Mozilla/5.0", ["Cookie"] = "session=s" .. n}
+  if count then h["X-Request-ID"] = string.format("%032x", n) end
+  return wrk.format("GET", "/v1/decide", h)
 end
 LUA
 echo "machine: $(nproc) cores, $(date -u +%F), wrk -t1 -c32 -d$dur --latency"
@@ -58,9 +65,10 @@ wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" http://127.0.0.1:19482/v1/d
 # them (a request with no rule mitigation skips that).
 before=$(curl -s -H "Authorization: Bearer $(cat "$out/state/admin.token")" http://127.0.0.1:19481/metrics |
   awk '/^guardd_mitigation_active/ {s += $2} END {print s}')
-awk -v ts="$(date '+%d/%b/%Y:%H:%M:%S %z')" 'BEGIN {
+id=""; [ "${COUNT:-0}" = 1 ] && id=" -" # the $request_id COUNT=1's format ends with
+awk -v ts="$(date '+%d/%b/%Y:%H:%M:%S %z')" -v id="$id" 'BEGIN {
   for (a = 0; a < 65536; a += 2) for (i = 0; i < 4; i++)
-    printf "10.0.%d.%d - - [%s] \"GET /x HTTP/1.1\" 404 0 \"-\" \"sqlmap/1.7\"\n", a / 256, a % 256, ts
+    printf "10.0.%d.%d - - [%s] \"GET /x HTTP/1.1\" 404 0 \"-\" \"sqlmap/1.7\"%s\n", a / 256, a % 256, ts, id
 }' >> "$out/access.log"
 for _ in $(seq 200); do
   now=$(curl -s -H "Authorization: Bearer $(cat "$out/state/admin.token")" http://127.0.0.1:19481/metrics |

@@ -2,15 +2,22 @@
 # builds guardd and daemonbench into OUT, starts `guardd run` on loopback
 # following OUT/access.log with the built-in rules and state in OUT/state,
 # waits until its admin API answers, and sets gpid. GOMAXPROCS and GOGC pass
-# through from the environment.
+# through from the environment. COUNT=1 turns decision.count on, with
+# $request_id at the end of the combined log format.
 start_guardd() {
   local out=$1 decision=$2 admin=$3
   go build -o "$out/guardd" ./cmd/guardd
   go build -o "$out/daemonbench" ./bench/daemonbench
   : > "$out/access.log"
+  local count=false format=combined
+  if [ "${COUNT:-0}" = 1 ]; then
+    count=true
+    format='$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_id'
+  fi
   cat > "$out/guardd.yaml" <<YAML
+log: {format: '$format'}
 sources: {nginx: {paths: ["$out/access.log"]}}
-decision: {listen: 127.0.0.1:$decision}
+decision: {listen: 127.0.0.1:$decision, count: $count}
 admin: {listen: 127.0.0.1:$admin}
 mitigation: {state_dir: "$out/state"}
 YAML
