@@ -182,15 +182,20 @@ func (c *Conn) Close() {
 	}
 }
 
-// Op is one key's delta for one rule's script.
+// Op is one node's report for one key of one rule (see scripts.go).
 type Op struct {
-	Alg    counting.Algorithm
-	Key    string // "guardd:{rule:key}"
-	Delta  float64
-	Period int64 // µs
-	Limit  float64
-	Burst  float64
-	Member string // unique per flush, sliding_log only
+	Alg     counting.Algorithm
+	Key     string  // "guardd:{rule:key}"
+	Delta   float64 // events counted beyond the node's lease
+	Release float64 // unused lease handed back
+	RelWin  int64   // window (or grant time, sliding_log) of the release
+	Held    float64 // lease the node keeps
+	Want    bool    // grant a lease
+	Nodes   int
+	Period  int64 // µs
+	Limit   float64
+	Burst   float64
+	Member  string // unique per flush, sliding_log only
 }
 
 // Apply runs each op's script, pipelined (one EVALSHA per key, however
@@ -219,6 +224,11 @@ func (c *Conn) Apply(ctx context.Context, ops []Op, states []State, errs []error
 				Keys: []string{o.Key},
 				Args: []string{
 					strconv.FormatFloat(o.Delta, 'g', -1, 64),
+					strconv.FormatFloat(o.Release, 'g', -1, 64),
+					strconv.FormatInt(o.RelWin, 10),
+					strconv.FormatFloat(o.Held, 'g', -1, 64),
+					want(o.Want),
+					strconv.Itoa(o.Nodes),
 					strconv.FormatInt(o.Period, 10),
 					strconv.FormatFloat(o.Limit, 'g', -1, 64),
 					strconv.FormatFloat(o.Burst, 'g', -1, 64),
@@ -246,16 +256,23 @@ func parseState(r rueidis.RedisResult) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	if len(v) != 7 {
-		return State{}, fmt.Errorf("script returned %d values, want 7", len(v))
+	if len(v) != 8 {
+		return State{}, fmt.Errorf("script returned %d values, want 8", len(v))
 	}
-	var f [7]float64
+	var f [8]float64
 	for i, s := range v {
 		if f[i], err = strconv.ParseFloat(s, 64); err != nil {
 			return State{}, fmt.Errorf("script value %d %q: %w", i, s, err)
 		}
 	}
-	return State{Win: int64(f[0]), Cur: f[1], Prev: f[2], At: int64(f[3]), Usage: f[4], Reset: int64(f[5]), Now: int64(f[6])}, nil
+	return State{Win: int64(f[0]), Cur: f[1], Prev: f[2], At: int64(f[3]), Usage: f[4], Reset: int64(f[5]), Now: int64(f[6]), Grant: f[7]}, nil
+}
+
+func want(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // Heartbeat registers node as live and returns how many nodes were seen

@@ -36,15 +36,8 @@ func (s *fakeStore) Apply(_ context.Context, ops []Op, states []State, errs []er
 	}
 	for i, o := range ops {
 		p := params{alg: o.Alg, period: o.Period, limit: o.Limit, burst: o.Burst, interval: float64(o.Period) / o.Limit}
-		st := s.state[o.Key]
-		if o.Delta > 0 {
-			st = p.apply(st, o.Delta, s.now)
-			s.state[o.Key] = st
-		} else {
-			st = p.advance(st, s.now)
-			st.Reset = p.reset(st, s.now)
-			st.Now = s.now
-		}
+		st := p.step(s.state[o.Key], call{delta: o.Delta, release: o.Release, relWin: o.RelWin, held: o.Held, want: o.Want, nodes: o.Nodes}, s.now)
+		s.state[o.Key] = st
 		states[i] = st
 	}
 	return nil

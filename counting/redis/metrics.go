@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "guardd_counting_redis_decisions_total",
-			Help: "Decisions by how they were made: fleet (two-tier) or the rule's on_store_error (open, closed, local).",
+			Help: "Decisions by how they were made: fleet (two-tier), lease_wait (refused: this node used its lease and waits for the fleet count), the rule's on_store_error (open, closed, local).",
 		}, []string{"mode"}),
 	}
 	if reg != nil {

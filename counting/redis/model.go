@@ -28,6 +28,8 @@ type State struct {
 	At    int64
 	Usage float64
 	Reset int64
+	// Grant is the lease granted by the call that returned this state.
+	Grant float64
 }
 
 // Rule is what the fleet tier needs to know about one rule's limit.
@@ -119,29 +121,90 @@ func newParams(r Rule) (params, error) {
 	return p, nil
 }
 
-// apply adds delta at Redis time now, exactly as the algorithm's Lua script
-// does (scripts.go); the fake store and the tests use it, and the
-// integration test checks the scripts against it. The sliding log keeps its
-// entries outside State, so it is not modelled here beyond Usage.
-func (p params) apply(s State, delta float64, now int64) State {
+// call is one node's report for one key, as the scripts take it (see
+// scripts.go).
+type call struct {
+	delta, release float64
+	relWin         int64
+	held           float64
+	want           bool
+	nodes          int
+}
+
+// share is the lease a node may be granted out of headroom h.
+func share(h, held float64, nodes int) float64 {
+	if h <= 0 {
+		return 0
+	}
+	g := (h+held)/float64(max(nodes, 1)) - held
+	if g < 1 {
+		g = min(h, 1)
+	}
+	return max(0, min(g, h))
+}
+
+// step applies one call at Redis time now, exactly as the algorithm's Lua
+// script does, and returns the new state with Grant set. The fake store
+// and the tests use it; TestScriptsMatchModel checks the scripts against
+// it. The sliding log keeps its entries outside State: here it is only a
+// sum that does not age.
+func (p params) step(s State, a call, now int64) State {
 	s = p.advance(s, now)
+	s.Grant = 0
 	switch p.alg {
-	case counting.SlidingWindow, counting.FixedWindow:
-		s.Cur += delta
+	case counting.SlidingWindow:
+		s.Cur += a.delta
+		if a.release > 0 {
+			switch a.relWin {
+			case s.Win:
+				s.Cur = max(0, s.Cur-a.release)
+			case s.Win - 1:
+				s.Prev = max(0, s.Prev-a.release)
+			}
+		}
+	case counting.FixedWindow:
+		s.Cur += a.delta
+		if a.release > 0 && a.relWin == s.Win {
+			s.Cur = max(0, s.Cur-a.release)
+		}
 	case counting.SlidingLog:
-		s.Usage += delta
-		s.Reset = now + p.period
-		if s.At == 0 {
-			s.At = now
+		s.Usage += a.delta
+		if a.release > 0 && a.relWin > now-p.period {
+			s.Usage -= a.release
 		}
 	case counting.TokenBucket:
-		s.Cur -= delta
+		s.Cur = min(p.burst, s.Cur-a.delta+a.release)
 	case counting.GCRA:
-		s.At = max(s.At, now) + int64(math.Round(delta*p.interval))
+		s.At = max(now, max(s.At, now)+int64(math.Floor((a.delta-a.release)*p.interval+0.5)))
+	}
+	if a.want {
+		s.Grant = share(p.capacity()-p.usage(s, now), a.held, a.nodes)
+		switch p.alg {
+		case counting.SlidingWindow, counting.FixedWindow:
+			s.Cur += s.Grant
+		case counting.SlidingLog:
+			s.Usage += s.Grant
+		case counting.TokenBucket:
+			s.Cur -= s.Grant
+		case counting.GCRA:
+			s.At += int64(math.Floor(s.Grant*p.interval + 0.5))
+		}
+	}
+	if p.alg == counting.SlidingLog && s.Usage > 0 {
+		s.Reset = now + p.period
 	}
 	s.Reset = p.reset(s, now)
 	s.Now = now
 	return s
+}
+
+// capacity is what usage is judged against: the limit, or the burst of the
+// shapers.
+func (p params) capacity() float64 {
+	if p.alg == counting.TokenBucket || p.alg == counting.GCRA {
+		return p.burst
+	}
+	return p.limit
 }
 
 // advance moves s to Redis time now with no event: windows roll, buckets

@@ -2,26 +2,54 @@ package redis
 
 // The Lua scripts, one per algorithm. Each touches one key, KEYS[1] =
 // "guardd:{<rule>:<key hex>}", so Cluster routes it by construction; reads
-// Redis TIME, the one clock of the fleet; writes only when ARGV[1] (the
-// delta) is positive, and sets a TTL once per window (PEXPIREAT ... NX on a
-// new key, GT when a window rolls), never with a GET-then-SET. Each returns
-// {win, cur, prev, at, usage, reset, now}, numbers as "%.17g" strings (Lua
-// numbers would be truncated to integers on the way out). They mirror
-// params.apply in model.go; TestScriptsMatchModel checks that on a real
-// redis-server.
+// Redis TIME, the one clock of the fleet; and sets a TTL once per window
+// (PEXPIREAT ... NX on a new key, GT when a window rolls), never with a
+// GET-then-SET.
 //
-// ARGV: delta, period (µs), limit, burst, member (sliding_log only).
+// A call reports one node's flush for one key and may grant it a lease:
+//
+//	ARGV[1] delta    events counted beyond the node's lease (>= 0)
+//	ARGV[2] release  unused lease handed back (>= 0)
+//	ARGV[3] relwin   window the released lease was granted in (windows)
+//	                 or its grant time (sliding_log); ignored otherwise
+//	ARGV[4] held     lease the node still holds after the release
+//	ARGV[5] want     1: grant a lease, the node's share of the headroom
+//	ARGV[6] nodes    live nodes
+//	ARGV[7] period   µs
+//	ARGV[8] limit    requests per period
+//	ARGV[9] burst    capacity (token_bucket, gcra)
+//	ARGV[10] member  unique per flush (sliding_log)
+//
+// A lease is counted in Redis when granted, so the leases outstanding never
+// exceed the headroom: the nodes together cannot admit more than the limit.
+// The share is (headroom + held) / nodes, less what the node holds.
+//
+// Each returns {win, cur, prev, at, usage, reset, now, grant}, numbers as
+// "%.17g" strings (Lua numbers would be truncated to integers on the way
+// out). They mirror model.go; TestScriptsMatchModel checks that on a real
+// redis-server.
 
 const luaPrelude = `
 local k = KEYS[1]
 local d = tonumber(ARGV[1])
-local per = tonumber(ARGV[2])
-local lim = tonumber(ARGV[3])
-local burst = tonumber(ARGV[4])
+local rel = tonumber(ARGV[2])
+local relwin = tonumber(ARGV[3])
+local held = tonumber(ARGV[4])
+local want = ARGV[5] == '1'
+local nodes = math.max(tonumber(ARGV[6]), 1)
+local per = tonumber(ARGV[7])
+local lim = tonumber(ARGV[8])
+local burst = tonumber(ARGV[9])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function f(x) return string.format('%.17g', x) end
 local function ms(us) return math.ceil(us / 1000) end
+local function share(h)
+  if h <= 0 then return 0 end
+  local g = (h + held) / nodes - held
+  if g < 1 then g = math.min(h, 1) end
+  return math.max(0, math.min(g, h))
+end
 `
 
 const luaSlidingWindow = luaPrelude + `
@@ -39,8 +67,19 @@ elseif nw == w + 1 then
 elseif nw > w + 1 then
   p, c, w, rolled = 0, 0, nw, true
 end
-if d > 0 then
-  c = c + d
+local changed = d > 0
+c = c + d
+if rel > 0 then
+  if relwin == w then c = math.max(0, c - rel); changed = true
+  elseif relwin == w - 1 then p = math.max(0, p - rel); changed = true end
+end
+local grant = 0
+if want then
+  local e = now - w * per
+  grant = share(lim - (p * (per - e) / per + c))
+  if grant > 0 then c = c + grant; changed = true end
+end
+if changed then
   redis.call('HSET', k, 'w', f(w), 'c', f(c), 'p', f(p))
   if fresh then
     redis.call('PEXPIREAT', k, ms((w + 2) * per), 'NX')
@@ -50,7 +89,7 @@ if d > 0 then
 end
 local reset = now
 if c > 0 then reset = (w + 2) * per elseif p > 0 then reset = (w + 1) * per end
-return {f(w), f(c), f(p), '0', '0', f(reset), f(now)}
+return {f(w), f(c), f(p), '0', '0', f(reset), f(now), f(grant)}
 `
 
 const luaFixedWindow = luaPrelude + `
@@ -65,8 +104,15 @@ if fresh then
 elseif nw > w then
   c, w, rolled = 0, nw, true
 end
-if d > 0 then
-  c = c + d
+local changed = d > 0
+c = c + d
+if rel > 0 and relwin == w then c = math.max(0, c - rel); changed = true end
+local grant = 0
+if want then
+  grant = share(lim - c)
+  if grant > 0 then c = c + grant; changed = true end
+end
+if changed then
   redis.call('HSET', k, 'w', f(w), 'c', f(c))
   if fresh then
     redis.call('PEXPIREAT', k, ms((w + 1) * per), 'NX')
@@ -76,29 +122,46 @@ if d > 0 then
 end
 local reset = now
 if c > 0 then reset = (w + 1) * per end
-return {f(w), f(c), '0', '0', '0', f(reset), f(now)}
+return {f(w), f(c), '0', '0', '0', f(reset), f(now), f(grant)}
 `
 
-// The log's members are "<delta>:<member>" scored by Redis time; entries
-// at or before now-period are dropped. Its key lives a period after its
-// newest entry, so its TTL moves with each write.
+// The log's members are "<weight>:<member>" scored by Redis time; entries
+// at or before now-period are dropped. A released lease is a negative
+// entry at its grant's time, so it leaves the log with the grant. The key
+// lives a period after its newest entry, so its TTL moves with each write.
 const luaSlidingLog = luaPrelude + `
 redis.call('ZREMRANGEBYSCORE', k, '-inf', f(now - per))
-if d > 0 then
-  redis.call('ZADD', k, f(now), f(d) .. ':' .. ARGV[5])
-  redis.call('PEXPIREAT', k, ms(now + per))
+local m = ARGV[10]
+local changed = false
+if d > 0 then redis.call('ZADD', k, f(now), f(d) .. ':d:' .. m); changed = true end
+if rel > 0 and relwin > now - per then
+  redis.call('ZADD', k, f(relwin), f(-rel) .. ':r:' .. m); changed = true
 end
-local e = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-local u, oldest, newest = 0, 0, 0
-for i = 1, #e, 2 do
-  u = u + tonumber(string.match(e[i], '^[^:]+'))
-  local at = tonumber(e[i + 1])
-  if oldest == 0 then oldest = at end
-  newest = at
+local function sum()
+  local e = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  local u, oldest, newest = 0, 0, 0
+  for i = 1, #e, 2 do
+    u = u + tonumber(string.match(e[i], '^[^:]+'))
+    local at = tonumber(e[i + 1])
+    if oldest == 0 then oldest = at end
+    newest = at
+  end
+  return u, oldest, newest
 end
+local u, oldest, newest = sum()
+local grant = 0
+if want then
+  grant = share(lim - u)
+  if grant > 0 then
+    redis.call('ZADD', k, f(now), f(grant) .. ':g:' .. m)
+    u, newest, changed = u + grant, now, true
+    if oldest == 0 then oldest = now end
+  end
+end
+if changed then redis.call('PEXPIREAT', k, ms(now + per)) end
 local reset = now
 if u > 0 then reset = newest + per end
-return {'0', '0', '0', f(oldest), f(u), f(reset), f(now)}
+return {'0', '0', '0', f(oldest), f(u), f(reset), f(now), f(grant)}
 `
 
 // Tokens may go below zero: the nodes admitted those events already, and
@@ -115,8 +178,14 @@ elseif now > ts then
   tk = math.min(burst, tk + (now - ts) * rate)
   ts = now
 end
-if d > 0 then
-  tk = tk - d
+local changed = d > 0 or rel > 0
+tk = math.min(burst, tk - d + rel)
+local grant = 0
+if want then
+  grant = share(tk)
+  if grant > 0 then tk = tk - grant; changed = true end
+end
+if changed then
   redis.call('HSET', k, 'tk', f(tk), 'ts', f(ts))
   local full = ms(now + (burst - tk) / rate)
   if fresh then
@@ -127,15 +196,22 @@ if d > 0 then
 end
 local reset = now
 if tk < burst then reset = now + math.ceil((burst - tk) / rate) end
-return {'0', f(tk), '0', f(ts), '0', f(reset), f(now)}
+return {'0', f(tk), '0', f(ts), '0', f(reset), f(now), f(grant)}
 `
 
 const luaGCRA = luaPrelude + `
 local tat = tonumber(redis.call('HGET', k, 't'))
 local fresh = (tat == nil)
-tat = tat or 0
-if d > 0 then
-  tat = math.max(tat, now) + math.floor(d * per / lim + 0.5)
+local iv = per / lim
+tat = math.max(tat or 0, now)
+local changed = d > 0 or rel > 0
+tat = math.max(now, tat + math.floor((d - rel) * iv + 0.5))
+local grant = 0
+if want then
+  grant = share(burst - (tat - now) / iv)
+  if grant > 0 then tat = tat + math.floor(grant * iv + 0.5); changed = true end
+end
+if changed then
   redis.call('HSET', k, 't', f(tat))
   if fresh then
     redis.call('PEXPIREAT', k, ms(tat), 'NX')
@@ -143,7 +219,7 @@ if d > 0 then
     redis.call('PEXPIREAT', k, ms(tat), 'GT')
   end
 end
-return {'0', '0', '0', f(tat), '0', f(math.max(tat, now)), f(now)}
+return {'0', '0', '0', f(tat), '0', f(tat), f(now), f(grant)}
 `
 
 // luaNodes registers this node (ARGV[1]) as live at Redis time and returns

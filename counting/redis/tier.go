@@ -32,6 +32,7 @@ const (
 	DefaultCooldown      = time.Second
 	DefaultNodeTTL       = 3 * time.Second
 	DefaultMaxKeys       = 1 << 20
+	DefaultColdShare     = 0.005
 	// BatchSize is the most ops sent in one pipeline under one deadline.
 	BatchSize = 512
 )
@@ -56,6 +57,11 @@ type Config struct {
 	NodeTTL time.Duration
 	// MaxKeys caps the keys each rule tracks.
 	MaxKeys int
+	// ColdShare is the fraction of a key's capacity the fleet may admit
+	// beyond the leases Redis granted (each node its part, at least one
+	// event), while a node waits for a grant; 0 means DefaultColdShare.
+	// It bounds the over-admission of the two-tier scheme.
+	ColdShare float64
 	// Now is the clock used for flush bookkeeping; nil means time.Now.
 	// Decisions take the caller's time.
 	Now func() time.Time
@@ -80,7 +86,8 @@ type Fleet struct {
 	counters []*Counter
 	seq      uint64
 	lastBeat time.Time
-	lastOK   atomic.Int64 // unix ns of the last successful round trip
+	lastOK   atomic.Int64  // unix ns of the last successful round trip
+	rounds   atomic.Uint64 // flushes that went ahead (the breaker allowed them)
 }
 
 // New validates cfg. It connects to nothing: Run does.
@@ -112,6 +119,12 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	}
 	if cfg.Threshold <= 0 {
 		cfg.Threshold = DefaultThreshold
+	}
+	if cfg.ColdShare < 0 || cfg.ColdShare > 1 {
+		return nil, fmt.Errorf("counting/redis: cold share %v: must be in [0, 1]", cfg.ColdShare)
+	}
+	if cfg.ColdShare == 0 {
+		cfg.ColdShare = DefaultColdShare
 	}
 	if cfg.MaxKeys <= 0 {
 		cfg.MaxKeys = DefaultMaxKeys
@@ -160,6 +173,7 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 		c.decisions[m] = f.met.decisions.WithLabelValues(m.String())
 	}
 	c.fleetDecisions = f.met.decisions.WithLabelValues("fleet")
+	c.leaseDecisions = f.met.decisions.WithLabelValues("lease_wait")
 	f.mu.Lock()
 	f.counters = append(f.counters, c)
 	f.mu.Unlock()
@@ -227,6 +241,7 @@ func (f *Fleet) Flush(ctx context.Context) {
 	member := f.cfg.Node + ":" + strconv.FormatUint(f.seq, 10)
 	f.mu.Unlock()
 
+	defer f.rounds.Add(1)
 	b := batch{member: member}
 	for _, c := range counters {
 		c.collect(&b, now.UnixNano()+f.off.Load())
@@ -333,11 +348,13 @@ type batch struct {
 }
 
 type ref struct {
-	c     *Counter
-	key   uint64
-	ks    *keyState
-	delta float64
-	at    int64
+	c      *Counter
+	key    uint64
+	ks     *keyState
+	delta  float64
+	at     int64
+	rel    float64
+	relWin int64
 }
 
 const counterShards = 64
@@ -355,6 +372,7 @@ type Counter struct {
 
 	decisions      [numOnError]prometheus.Counter
 	fleetDecisions prometheus.Counter
+	leaseDecisions prometheus.Counter
 }
 
 type cshard struct {
@@ -363,18 +381,36 @@ type cshard struct {
 	_  [48]byte
 }
 
+// keyState is one key's ledger on this node.
 type keyState struct {
-	s      State   // global state last read back
-	have   bool    // s is valid
-	pend   float64 // counted here, not sent yet
-	pendAt int64   // Redis time (µs) of the oldest pending event
-	fly    float64 // sent, not acknowledged
-	used   int64   // Redis time (µs) of the last Add
-	read   int64   // Redis time (µs) of the last read-back
+	s    State // global state last read back
+	have bool  // s is valid
+
+	// lease is what this node may still admit without asking Redis: it was
+	// counted there when granted. leaseWin is the window it was granted in
+	// (the grant time for sliding_log).
+	lease    float64
+	leaseWin int64
+	extra    float64 // counted beyond any lease, not sent yet
+	extraAt  int64   // Redis time (µs) of the oldest such event
+	fly      float64 // extra sent, not acknowledged
+	rel      float64 // lease to hand back (its window rolled, or the key idled)
+	relWin   int64
+	asked    bool  // a grant is in flight
+	used     int64 // Redis time (µs) of the last Add
+	read     int64 // used, as of the last flush
 }
 
 // Rule returns the rule the counter was made for.
 func (c *Counter) Rule() Rule { return c.rule }
+
+func (c *Counter) window(s State, rnow int64) int64 {
+	switch c.p.alg {
+	case counting.SlidingWindow, counting.FixedWindow:
+		return rnow / c.p.period
+	}
+	return 0
+}
 
 // Add counts an event of size n for key at now (unix ns, the caller's
 // clock) and judges it like counting.Table.Add, against the fleet-wide
@@ -406,37 +442,51 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 	}
 	ks.used = rnow
-	if ks.pend > 0 && c.stale(ks.pendAt, rnow) {
-		f.met.dropped.Add(ks.pend)
-		ks.pend = 0
-	}
+	c.ageLocked(ks, rnow)
 	var st State
 	if ks.have {
 		st = ks.s
 	}
 	st = c.p.advance(st, rnow)
-	extra := ks.pend + ks.fly
 	nodes := float64(f.nodes.Load())
-	if !healthy {
-		// Local: this node's own counts since the last read-back, scaled
-		// to the fleet, against the whole budget — its share of it.
-		extra = ks.pend*nodes + ks.fly
-	}
-	r, consume := c.p.judge(st, rnow, extra, n)
+	var r counting.Result
+	mode := "fleet"
 	kick := false
-	if consume {
-		if ks.pend == 0 {
-			ks.pendAt = rnow
+	switch {
+	case ks.lease >= n:
+		// Admitted on the lease; the view shows the unused part of it as
+		// free.
+		ks.lease -= n
+		r, _ = c.p.judge(st, rnow, ks.extra+ks.fly-ks.lease, 0)
+		r.Exceeded, r.RetryAfter = false, 0
+		kick = healthy && ks.lease < n && !ks.asked
+	default:
+		extra := ks.extra + ks.fly - ks.lease
+		if !healthy {
+			// Local: this node's own counts since Redis last answered,
+			// scaled to the fleet, against the budget: its share of it.
+			extra = ks.extra*nodes + ks.fly - ks.lease
+			mode = "local"
 		}
-		ks.pend += n
-		if healthy && !r.Exceeded {
-			capacity := c.p.limit
-			if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
-				capacity = c.p.burst
+		var consume bool
+		r, consume = c.p.judge(st, rnow, extra, n)
+		if healthy && !r.Exceeded && ks.extra+ks.fly > 0 && ks.extra+ks.fly+n > max(1, f.cfg.ColdShare*c.p.capacity()/nodes) {
+			// No lease left, and this node's events beyond leases have
+			// used its allowance (ColdShare of the capacity, split among
+			// the nodes, at least one event): wait for the grant the
+			// flush kicked now brings. The allowance is what the fleet
+			// can overshoot by, since Redis cannot see these events when
+			// it grants leases to the other nodes.
+			mode, consume = "lease_wait", false
+			r.Exceeded, r.Remaining, r.RetryAfter = true, 0, f.cfg.FlushInterval
+		}
+		if consume {
+			if ks.extra == 0 {
+				ks.extraAt = rnow
 			}
-			lease := (capacity - c.p.usage(st, rnow)) / nodes
-			kick = ks.pend >= lease
+			ks.extra += n
 		}
+		kick = healthy && !ks.asked
 	}
 	sh.mu.Unlock()
 	if kick {
@@ -445,15 +495,42 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		default:
 		}
 	}
-	if healthy {
+	switch mode {
+	case "fleet":
 		c.fleetDecisions.Inc()
-	} else {
+	case "lease_wait":
+		c.leaseDecisions.Inc()
+	default:
 		c.decisions[Local].Inc()
 	}
 	return r
 }
 
-// stale reports whether a delta counted at Redis time at belongs to a
+// ageLocked voids a lease whose window has closed (handing it back, so the
+// window it was counted in can be corrected) and drops extra counts of a
+// closed window.
+func (c *Counter) ageLocked(ks *keyState, rnow int64) {
+	if ks.extra > 0 && c.stale(ks.extraAt, rnow) {
+		c.f.met.dropped.Add(ks.extra)
+		ks.extra = 0
+	}
+	if ks.lease <= 0 {
+		return
+	}
+	switch c.p.alg {
+	case counting.SlidingWindow, counting.FixedWindow:
+		if ks.leaseWin != rnow/c.p.period {
+			ks.rel, ks.relWin = ks.lease, ks.leaseWin
+			ks.lease = 0
+		}
+	case counting.SlidingLog:
+		if rnow-ks.leaseWin >= c.p.period { // the grant left the log
+			ks.lease = 0
+		}
+	}
+}
+
+// stale reports whether an event counted at Redis time at belongs to a
 // window that has closed by now: it is dropped rather than sent.
 func (c *Counter) stale(at, now int64) bool {
 	switch c.p.alg {
@@ -467,37 +544,50 @@ func (c *Counter) stale(at, now int64) bool {
 
 func (c *Counter) sweepLocked(sh *cshard, now int64) {
 	for k, ks := range sh.m {
-		if ks.pend == 0 && ks.fly == 0 && now-ks.used > 2*c.p.period {
+		if ks.extra == 0 && ks.fly == 0 && ks.lease == 0 && !ks.asked && now-ks.used > 2*c.p.period {
 			delete(sh.m, k)
 		}
 	}
 }
 
-// collect moves pending deltas to in-flight and adds an op for each key
-// with a delta or used since its last read-back.
+// collect adds an op for each key used since the last flush (its extra
+// counts, a grant request) or holding a lease it no longer uses (handed
+// back).
 func (c *Counter) collect(b *batch, nowNS int64) {
 	now := nowNS / 1000
+	nodes := int(c.f.nodes.Load())
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		for k, ks := range sh.m {
-			if ks.pend > 0 && c.stale(ks.pendAt, now) {
-				c.f.met.dropped.Add(ks.pend)
-				ks.pend = 0
+			if ks.asked {
+				continue // an earlier op for this key failed mid-way; settle clears it
 			}
-			if ks.pend == 0 && ks.used <= ks.read {
-				if ks.fly == 0 && now-ks.used > 2*c.p.period {
+			c.ageLocked(ks, now)
+			active := ks.used > ks.read
+			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog {
+				// Idle for a flush interval: hand the lease back.
+				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
+				if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+					ks.relWin = 0
+				}
+				ks.lease = 0
+			}
+			if !active && ks.extra == 0 && ks.rel == 0 {
+				if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
 					delete(sh.m, k)
 				}
 				continue
 			}
 			b.ops = append(b.ops, Op{
-				Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.pend,
+				Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
+				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: active, Nodes: nodes,
 				Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
 			})
-			b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.pend, at: ks.pendAt})
-			ks.fly += ks.pend
-			ks.pend = 0
+			b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
+			ks.fly += ks.extra
+			ks.extra, ks.rel = 0, 0
+			ks.asked = active
 			ks.read = ks.used
 		}
 		sh.mu.Unlock()
@@ -512,28 +602,52 @@ func (c *Counter) redisKey(k uint64) string {
 	return string(b)
 }
 
-// settle records the answer to one op: the new global state, or on
-// failure the delta goes back to pending, to be sent after recovery if
-// its window is still open.
+// settle records the answer to one op: the new global state and the
+// lease granted, or on failure the counts go back to pending, to be sent
+// after recovery if their window is still open.
 func (c *Counter) settle(r ref, s State, ok bool) {
 	sh := &c.shards[mix(r.key)&(counterShards-1)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	r.ks.fly -= r.delta
-	if math.Abs(r.ks.fly) < 1e-9 {
-		r.ks.fly = 0
+	ks := r.ks
+	ks.asked = false
+	ks.fly -= r.delta
+	if math.Abs(ks.fly) < 1e-9 {
+		ks.fly = 0
 	}
 	if ok {
-		r.ks.s, r.ks.have = s, true
+		ks.s, ks.have = s, true
+		if s.Grant > 0 {
+			win := c.window(s, s.Now)
+			if c.p.alg == counting.SlidingLog {
+				if ks.lease == 0 {
+					ks.leaseWin = s.Now
+				}
+			} else if ks.lease > 0 && ks.leaseWin != win {
+				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
+				ks.lease = 0
+			}
+			if c.p.alg != counting.SlidingLog {
+				ks.leaseWin = win
+			}
+			ks.lease += s.Grant
+		}
 		return
 	}
 	if r.delta > 0 {
-		if r.ks.pend == 0 || r.at < r.ks.pendAt {
-			r.ks.pendAt = r.at
+		if ks.extra == 0 || r.at < ks.extraAt {
+			ks.extraAt = r.at
 		}
-		r.ks.pend += r.delta
+		ks.extra += r.delta
 	}
-	r.ks.read = 0
+	if r.rel > 0 {
+		// The hand-back did not happen: the node still owns the lease,
+		// if its window is still open.
+		ks.lease += r.rel
+		ks.leaseWin = r.relWin
+		c.ageLocked(ks, ks.used)
+	}
+	ks.read = 0
 }
 
 func mix(key uint64) uint64 {
