@@ -64,12 +64,16 @@ type Event struct {
 
 	TLS  TLS
 	JA4H string
+
+	nrm normalized // normalised request fields, computed on first use
 }
 
 // Reset clears e for reuse, keeping the backing arrays of its slices.
 func (e *Event) Reset() {
 	h, c, v := e.Headers[:0], e.Cookies[:0], e.Vars[:0]
-	*e = Event{Headers: h, Cookies: c, Vars: v}
+	n := e.nrm
+	n.reset()
+	*e = Event{Headers: h, Cookies: c, Vars: v, nrm: n}
 }
 
 // Header returns the value of the first header with the given lower-case name.
@@ -109,6 +113,7 @@ func (e *Event) Clone() Event {
 		JA3: strings.Clone(e.TLS.JA3), JA3N: strings.Clone(e.TLS.JA3N), JA4: strings.Clone(e.TLS.JA4),
 	}
 	c.JA4H = strings.Clone(e.JA4H)
+	c.nrm = normalized{}
 	return c
 }
 
