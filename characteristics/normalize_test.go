@@ -11,7 +11,7 @@ import (
 func TestNormPath(t *testing.T) {
 	tests := []struct {
 		name, raw, want string
-		an             Anomaly
+		an              Anomaly
 	}{
 		{"plain", "/products/42", "/products/42", 0},
 		{"root", "/", "/", 0},
