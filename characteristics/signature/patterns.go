@@ -26,7 +26,7 @@ func patterns() []pattern {
 		"${ifs}", "$ifs$", ";wget ", "|wget ", "`wget ", "wget http", "wget -", "curl http", ";curl ", "|curl ",
 		"/bin/sh", "/bin/bash", "/bin/busybox", "/bin/zsh", "cmd.exe", "powershell", "rm -rf", "chmod +x",
 		"chmod 777", "nc -e", "/dev/tcp/", ";cat /", "|cat /", "`id`", "$(id)", ";id;", "|id;", "; id",
-		"| sh", "|sh;", ";sh ", "$(echo", "base64 -d", "tftp -g", "/tmp/;", "mkfifo",
+		"| sh", "|sh;", ";sh ", ";touch ", "|touch ", "`touch ", "$(echo", "base64 -d", "tftp -g", "/tmp/;", "mkfifo",
 	)
 	add(Log4Shell,
 		"${jndi:", "${${", "${lower:", "${upper:", "${::-", "${env:", "${sys:", "${date:",
@@ -81,7 +81,7 @@ func patterns() []pattern {
 		"/cgi-bin/mainfunction.cgi", "/shell?cd", "/tmunblock.cgi", "/cgi-bin/;", "/level/15/exec",
 		"/hudson/script", "/script?", "/wsman", "/ecp/default.aspx?__viewstate", "/securityrealm/user/admin",
 		"/menu/stapp", "/core/skin/login.aspx", "/cgi-bin/recent.cgi", "/cgi-bin/tools/tools.pl",
-		"/sap/bc/gui/sap/its/webgui", "/sap/bc/soap/rfc", "/ctc/servlet", "/developmentserver/metadatauploader",
+		"/sap/bc/gui/sap/its/webgui", "/.js.map", "/sap/bc/soap/rfc", "/ctc/servlet", "/developmentserver/metadatauploader",
 	)
 	add(SensitiveFile,
 		"/.env", "/.git/", "/.git", "/.svn/", "/.hg/", "/.bzr/", "/.aws/", "/.ssh/", "/.docker/",
@@ -136,6 +136,10 @@ func patterns() []pattern {
 		"updatexml(", "load_file(", "into outfile", "into dumpfile", "group_concat(", "concat(0x",
 		"0x7e", "char(58", "sysobjects", "xp_cmdshell", "dbms_pipe", "utl_inaddr", "' --", "'--",
 		"order by 1--", "/**/", "select * from", "select count(", "version()--",
+	)
+	add(XSSProbe,
+		"<script", "&lt;script", "</script", "&lt;/script", "javascript:alert", "document.cookie",
+		"onerror=alert", "onload=alert", "<iframe", "<svg/onload", "string.fromcharcode", "<img src=x",
 	)
 	return ps
 }

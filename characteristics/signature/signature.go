@@ -30,13 +30,14 @@ const (
 	WordPress                  // WordPress internals a scanner enumerates
 	ScannerUA                  // names of attack tools, in a user agent
 	SQLiProbe                  // SQL fragments of injection probes (union select, sleep()
+	XSSProbe                   // script fragments, also HTML-escaped (&lt;script)
 	numClasses
 )
 
 var classNames = [numClasses]string{
 	"traversal", "lfi", "rfi", "cmdi", "log4shell", "java_injection", "php_injection",
 	"shellshock", "ssrf_metadata", "webshell", "cve_probe", "sensitive_file", "backup", "admin_panel",
-	"wordpress", "scanner_ua", "sqli_probe",
+	"wordpress", "scanner_ua", "sqli_probe", "xss_probe",
 }
 
 func (c Class) String() string {
