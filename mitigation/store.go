@@ -281,6 +281,9 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if !m.Action.Valid() {
 		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), acceptedActions())
 	}
+	if !m.Action.Mitigates() {
+		return m, fmt.Errorf("action %s is decided per request, never a mitigation", m.Action)
+	}
 	if m.Origin == "" {
 		m.Origin = "rule"
 	}

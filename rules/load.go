@@ -22,12 +22,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules/builtin"
 )
 
-// Actions and algorithms a rule may name, in the order error messages list them.
+// Actions and algorithms a rule may name, in the order error messages list
+// them: the actions are mitigation's one list.
 var (
-	Actions    = []string{"block", "rate_limit", "shadowban", "firewall", "log"}
+	Actions    = mitigation.Names()
 	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
 )
 
@@ -42,7 +45,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "burst", "shadow", "retry_jitter"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -53,8 +56,19 @@ type Rule struct {
 	Period            time.Duration
 	MitigationTimeout time.Duration
 	Requests          float64                         // requests_per_period
-	Action, Algorithm string                          // from Actions and Algorithms
+	Action            mitigation.Action               // one of Actions
+	Algorithm         string                          // from Algorithms
 	Score             *characteristics.Characteristic // nil = count 1 per request
+
+	// Burst is how many requests may arrive at once under token_bucket and
+	// gcra; 0 means Requests.
+	Burst float64
+	// Shadow (action throttle): count and decide, never refuse; what would
+	// have been refused is counted and logged.
+	Shadow bool
+	// RetryJitter (action throttle): a refused request's Retry-After gets a
+	// random extra in [0, RetryJitter], to spread the retries.
+	RetryJitter time.Duration
 
 	// Native reports that both expressions compiled to native predicates;
 	// otherwise the rule is evaluated by OPA on every event.
@@ -238,7 +252,16 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 			continue
 		}
 		seen[r.Name] = r
-		r.RequestTime = requestTime(src.module, r)
+		var line int
+		var why string
+		r.RequestTime, line, why = requestTimeWhy(src.module, r)
+		if r.Action == mitigation.ActionThrottle && !r.RequestTime {
+			if line == 0 {
+				line = metaLine(src, strings.Fields(why)[0])
+			}
+			errs.add(src.file, cmp.Or(line, r.Line), "action throttle decides when a request arrives, but %s; a throttle rule may read only ip.*, http.host, method, path, query, user_agent, referer, headers, cookies and time", why)
+			continue
+		}
 		if clean {
 			rules = append(rules, r)
 			modules[src.file] = src.module
@@ -349,19 +372,38 @@ func parseRule(errs *errorList, src *source) *Rule {
 	r.Period = meta.duration(custom, "period", 0)
 	r.MitigationTimeout = meta.duration(custom, "mitigation_timeout", DefaultMitigationTimeout)
 	r.Requests = meta.number(custom, "requests_per_period")
-	r.Action = meta.choice(custom, "action", "", Actions)
+	if a := meta.choice(custom, "action", "", Actions); a != "" {
+		r.Action, _ = mitigation.ParseAction(a)
+	}
 	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
 	r.Score = meta.score(custom)
+	mitigateLine := 0
 	for _, rule := range m.Rules {
 		switch rule.Head.Name.String() {
 		case "mitigate":
 			r.hasMitigate = true
+			mitigateLine = rule.Location.Row
 		}
 	}
+	meta.throttle(custom, r, mitigateLine)
 	if len(*errs) > n {
 		return nil
 	}
 	return r
+}
+
+// metaLine finds the line of a metadata key in src's package annotation,
+// or 0.
+func metaLine(src *source, key string) int {
+	if key == "characteristic" {
+		key = "characteristics"
+	}
+	for _, a := range src.module.Annotations {
+		if a.Scope == "package" && a.Location != nil {
+			return metaReader{src: src, row: a.Location.Row}.line(key)
+		}
+	}
+	return 0
 }
 
 // metaReader validates the custom: keys of one annotation.
@@ -483,6 +525,45 @@ func (mr metaReader) number(custom map[string]any, key string) float64 {
 		return 0
 	}
 	return f
+}
+
+// throttle reads burst, shadow and retry_jitter, and checks what a throttle
+// rule may not say.
+func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) {
+	if _, ok := custom["burst"]; ok {
+		r.Burst = mr.number(custom, "burst")
+		if r.Algorithm != "token_bucket" && r.Algorithm != "gcra" {
+			mr.fail("burst", "applies to algorithm token_bucket or gcra, not %s", r.Algorithm)
+		}
+	}
+	if v, ok := custom["shadow"]; ok {
+		b, isBool := v.(bool)
+		switch {
+		case !isBool:
+			mr.fail("shadow", "got %v; want true or false", v)
+		case r.Action != mitigation.ActionThrottle:
+			mr.fail("shadow", "applies to action throttle; to watch a detection rule without enforcing it, use action: log")
+		}
+		r.Shadow = b
+	}
+	if _, ok := custom["retry_jitter"]; ok {
+		r.RetryJitter = mr.duration(custom, "retry_jitter", 0)
+		if r.Action != mitigation.ActionThrottle {
+			mr.fail("retry_jitter", "applies to action throttle")
+		}
+	}
+	if r.Action != mitigation.ActionThrottle {
+		return
+	}
+	if _, ok := custom["mitigation_timeout"]; ok {
+		mr.fail("mitigation_timeout", "has no meaning for action throttle: a throttle rule refuses requests one by one and makes no mitigation")
+	}
+	if mitigateLine > 0 {
+		mr.errs.add(mr.src.file, mitigateLine, "a throttle rule refuses the requests its count expression counts; mitigate has no meaning for it")
+	}
+	if r.Algorithm == "sliding_log" && r.Requests > counting.MaxLogRequests {
+		mr.fail("requests_per_period", "%v: sliding_log keeps every event time and accepts at most %d; use sliding_window, token_bucket or gcra", r.Requests, counting.MaxLogRequests)
+	}
 }
 
 func (mr metaReader) choice(custom map[string]any, key, def string, accepted []string) string {

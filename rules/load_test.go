@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/mitigation"
 )
 
 // wantOf reads the expected error substring from a bad file's first line,
@@ -100,7 +101,7 @@ func TestLoadGood(t *testing.T) {
 	want := Rule{
 		Name: "slow_upstream", Title: "Slow upstream per API key", File: "slow_upstream.good.rego",
 		Period: time.Minute, MitigationTimeout: 5 * time.Minute, Requests: 30,
-		Action: "rate_limit", Algorithm: "token_bucket",
+		Action: mitigation.ActionRateLimit, Algorithm: "token_bucket",
 	}
 	if su.Name != want.Name || su.Title != want.Title || su.File != want.File || su.Period != want.Period ||
 		su.MitigationTimeout != want.MitigationTimeout || su.Requests != want.Requests ||

@@ -244,7 +244,7 @@ func writeMitigationsJSON(w io.Writer, ms []engine.Mitigation) {
 	enc.SetEscapeHTML(false)
 	for _, m := range ms {
 		enc.Encode(mitigationJSON{
-			Rule: m.Rule.Name, Action: m.Rule.Action, Scope: scopeJSON(m.Scope),
+			Rule: m.Rule.Name, Action: m.Rule.Action.String(), Scope: scopeJSON(m.Scope),
 			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
 			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
 		})

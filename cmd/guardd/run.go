@@ -243,10 +243,7 @@ func (d *daemon) build(cfg *Config) (*pipeline, error) {
 
 // trip turns a rule going over its limit into a mitigation.
 func (d *daemon) trip(tr engine.Trip) {
-	action, err := mitigation.ParseAction(tr.Rule.Action)
-	if err != nil {
-		return // validated at load
-	}
+	action := tr.Rule.Action
 	now := time.Now()
 	if !tr.Expires.After(now) {
 		return // an old line from a backlog: the mitigation would already be over

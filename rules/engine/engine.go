@@ -7,6 +7,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 )
 
@@ -131,6 +132,9 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	e.set.Eval(ev, &m.eval)
 	n0 := len(m.Items)
 	for i, r := range e.rules {
+		if r.Action == mitigation.ActionThrottle {
+			continue // counted and decided per request by the decision API
+		}
 		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
 		if !cnt && !mit {
 			continue
