@@ -504,9 +504,14 @@ func (d *daemon) reload() {
 	if err == nil {
 		var p *pipeline
 		if p, err = d.build(cfg); err == nil {
+			if err = d.dec.SetRules(p.rules); err != nil {
+				p.enricher.Close()
+				d.reloaded(false)
+				d.log.Error("reload failed; keeping the running configuration", "err", err)
+				return
+			}
 			old := d.pipe.Swap(p)
 			oldCfg := d.cfg.Swap(cfg)
-			d.dec.SetRules(p.rules)
 			old.enricher.Close()
 			d.reloaded(true)
 			d.log.Info("reloaded", "rules", len(p.rules.Rules()))
