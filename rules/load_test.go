@@ -227,7 +227,7 @@ func FuzzLoad(f *testing.F) {
 }
 
 func TestLoadWindowsAndDistinct(t *testing.T) {
-	s, err := Load(os.DirFS("testdata/good"), Options{})
+	s, err := Load(os.DirFS("testdata/windows"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
