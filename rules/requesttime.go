@@ -36,6 +36,9 @@ func requestTimeWhy(m *ast.Module, r *Rule) (ok bool, line int, why string) {
 	if r.Score != nil && !r.Score.KnownAtRequest() {
 		return false, 0, "score " + r.Score.String() + " is not known when a request arrives"
 	}
+	if r.Distinct != nil && !r.Distinct.KnownAtRequest() {
+		return false, 0, "distinct " + r.Distinct.String() + " is not known when a request arrives"
+	}
 	for _, imp := range m.Imports {
 		if ref, ok := imp.Path.Value.(ast.Ref); ok && (ref.HasPrefix(ast.InputRootRef) || ref.HasPrefix(ast.DefaultRootRef)) {
 			return false, locRow(imp.Location), "import " + ref.String() + " may read anything"
