@@ -35,14 +35,17 @@ const (
 
 // Mitigation is one active decision: enforce Action on requests matching Scope
 // until Expires.
+//
+// Its JSON form (lower snake case, like every JSON guardd writes) is
+// {"id","rule","action","scope","created","expires","origin"}.
 type Mitigation struct {
-	ID      uint64    // assigned by the Store, increasing, never reused by one state directory
-	Rule    string    // the rule that tripped, or the name given by an operator
-	Action  Action    //
-	Scope   Scope     // canonical (see Canonical)
-	Created time.Time // first Add
-	Expires time.Time // absolute wall-clock time
-	Origin  string    // "rule" (default), "manual" or "api"
+	ID      uint64    `json:"id"`      // assigned by the Store, increasing, never reused by one state directory
+	Rule    string    `json:"rule"`    // the rule that tripped, or the name given by an operator
+	Action  Action    `json:"action"`  //
+	Scope   Scope     `json:"scope"`   // canonical (see Canonical)
+	Created time.Time `json:"created"` // first Add
+	Expires time.Time `json:"expires"` // absolute wall-clock time
+	Origin  string    `json:"origin"`  // "rule" (default), "manual" or "api"
 }
 
 // Config configures a Store. The zero value is a usable in-memory store.
@@ -238,7 +241,6 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 	if err != nil {
 		return Mitigation{}, false, fmt.Errorf("mitigation: add: %w", err)
 	}
-	key := m.Scope.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -251,9 +253,49 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 		return Mitigation{}, false, nil
 	}
 	s.expireLocked(now)
+	return s.addLocked(m), true, nil
+}
+
+// AddAll adds many mitigations under one lock, as an operator's import does:
+// each is validated as Add does first, and nothing is added unless all are
+// valid (the error names the index of the first bad one). It returns the
+// mitigations held afterwards for those added or extended, in order, and how
+// many the allowlist refused.
+func (s *Store) AddAll(ms []Mitigation, now time.Time) (held []Mitigation, allowlisted int, err error) {
+	ready := make([]Mitigation, 0, len(ms))
+	for i, m := range ms {
+		m, err := s.prepare(m, now)
+		if err != nil {
+			return nil, 0, fmt.Errorf("mitigation: add #%d: %w", i+1, err)
+		}
+		ready = append(ready, m)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, 0, ErrClosed
+	}
+	s.expireLocked(now)
+	allow := s.allow.Load().list
+	held = make([]Mitigation, 0, len(ready))
+	for _, m := range ready {
+		if allow.Allows(m.Scope) {
+			s.met.allowlisted.Inc()
+			allowlisted++
+			continue
+		}
+		held = append(held, s.addLocked(m))
+	}
+	return held, allowlisted, nil
+}
+
+// addLocked adds a prepared, not allowlisted m, or merges it into the one the
+// same rule holds on the same scope.
+func (s *Store) addLocked(m Mitigation) Mitigation {
+	key := m.Scope.Key()
 	if e := s.findLocked(key, m.Scope, m.Rule); e != nil {
 		if !m.Expires.After(e.m.Expires) && m.Action == e.m.Action {
-			return e.m, true, nil
+			return e.m
 		}
 		if m.Action != e.m.Action {
 			s.met.active[e.m.Action].Dec()
@@ -267,7 +309,7 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 		s.publishLocked(e)
 		s.persistLocked(record{Op: opAdd, m: e.m})
 		s.feed.push(change{m: e.m})
-		return e.m, true, nil
+		return e.m
 	}
 	for len(s.byID) >= s.max {
 		s.evictLocked()
@@ -278,7 +320,7 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 	s.met.added[m.Action].Inc()
 	s.persistLocked(record{Op: opAdd, m: m})
 	s.feed.push(change{m: m, created: true})
-	return m, true, nil
+	return m
 }
 
 func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {

@@ -582,3 +582,27 @@ func TestPrefixAnyLength(t *testing.T) {
 		})
 	}
 }
+
+func TestAddAll(t *testing.T) {
+	s := newStore(t, Config{Allowlist: Allowlist{Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}})
+	mustAdd(t, s, mit("manual", ActionBlock, ipScope("203.0.113.9"), time.Minute), t0)
+	held, allowed, err := s.AddAll([]Mitigation{
+		mit("manual", ActionBlock, ipScope("203.0.113.7"), time.Hour),
+		mit("manual", ActionBlock, ipScope("192.0.2.1"), time.Hour),   // allowlisted
+		mit("manual", ActionBlock, ipScope("203.0.113.9"), time.Hour), // extends
+	}, t0)
+	if err != nil || allowed != 1 || len(held) != 2 {
+		t.Fatalf("AddAll = %v, %d, %v", held, allowed, err)
+	}
+	if held[0].ID != 2 || held[1].ID != 1 || !held[1].Expires.Equal(t0.Add(time.Hour)) || s.Len() != 2 {
+		t.Errorf("held %+v, Len %d", held, s.Len())
+	}
+	// One bad entry adds nothing and names its position.
+	_, _, err = s.AddAll([]Mitigation{
+		mit("manual", ActionBlock, ipScope("203.0.113.10"), time.Hour),
+		mit("manual", ActionBlock, ipScope("not an address"), time.Hour),
+	}, t0)
+	if err == nil || !strings.Contains(err.Error(), "#2") || s.Len() != 2 {
+		t.Errorf("AddAll with a bad entry: err %v, Len %d", err, s.Len())
+	}
+}
