@@ -42,7 +42,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -55,6 +55,13 @@ type Rule struct {
 	Requests          float64                         // requests_per_period
 	Action, Algorithm string                          // from Actions and Algorithms
 	Score             *characteristics.Characteristic // nil = count 1 per request
+	// Distinct, when set, makes the rule count the distinct values of this
+	// characteristic per key (distinct paths per address) rather than
+	// requests; requests_per_period is then a number of distinct values.
+	Distinct *characteristics.Characteristic
+	// Windows are the rule's limits: Period and Requests first, then those
+	// of the windows: key. The rule trips when a key goes over any of them.
+	Windows []Window
 
 	// Native reports that both expressions compiled to native predicates;
 	// otherwise the rule is evaluated by OPA on every event.
@@ -68,6 +75,12 @@ type Rule struct {
 	RequestTime bool
 
 	hasMitigate bool
+}
+
+// Window is one limit of a rule: Requests per Period.
+type Window struct {
+	Period   time.Duration
+	Requests float64
 }
 
 // Options configures Load. The zero value is usable.
@@ -346,12 +359,23 @@ func parseRule(errs *errorList, src *source) *Rule {
 		}
 	}
 	r.Characteristics = meta.characteristics(custom)
-	r.Period = meta.duration(custom, "period", 0)
+	extra, hasWindows := meta.windows(custom)
+	_, hasPeriod := custom["period"]
+	_, hasRequests := custom["requests_per_period"]
+	if !hasWindows || hasPeriod || hasRequests {
+		r.Period = meta.duration(custom, "period", 0)
+		r.Requests = meta.number(custom, "requests_per_period")
+		r.Windows = append(r.Windows, Window{Period: r.Period, Requests: r.Requests})
+	}
+	r.Windows = append(r.Windows, extra...)
+	if len(r.Windows) > 0 {
+		r.Period, r.Requests = r.Windows[0].Period, r.Windows[0].Requests
+	}
 	r.MitigationTimeout = meta.duration(custom, "mitigation_timeout", DefaultMitigationTimeout)
-	r.Requests = meta.number(custom, "requests_per_period")
 	r.Action = meta.choice(custom, "action", "", Actions)
 	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
 	r.Score = meta.score(custom)
+	r.Distinct = meta.distinct(custom, r)
 	for _, rule := range m.Rules {
 		switch rule.Head.Name.String() {
 		case "mitigate":
@@ -522,6 +546,110 @@ func (mr metaReader) score(custom map[string]any) *characteristics.Characteristi
 		// a source variable, header or cookie holding a number
 	default:
 		mr.fail("score", "%s is not numeric; want http.request_time, http.bytes_sent, http.status, a log.<variable> or a header holding a number", c)
+		return nil
+	}
+	return &c
+}
+
+// maxWindows bounds the windows of one rule: each costs a table.
+const maxWindows = 4
+
+// windows reads windows: [{period: 5m, requests_per_period: 20}, ...].
+func (mr metaReader) windows(custom map[string]any) ([]Window, bool) {
+	v, ok := custom["windows"]
+	if !ok {
+		return nil, false
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		mr.fail("windows", "got %v; want a non-empty list such as [{period: 1h, requests_per_period: 10}]", v)
+		return nil, true
+	}
+	if len(list) > maxWindows {
+		mr.fail("windows", "%d windows; at most %d (each keeps a table of counters)", len(list), maxWindows)
+		return nil, true
+	}
+	var out []Window
+	for i, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok {
+			mr.fail("windows", "element %d is %v; want {period: <duration>, requests_per_period: <number>}", i+1, x)
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if k != "period" && k != "requests_per_period" {
+				mr.fail("windows", "element %d: unknown key %q; accepted: period, requests_per_period", i+1, k)
+			}
+		}
+		sub := metaReader{errs: mr.errs, src: mr.src, row: mr.row}
+		n := len(*mr.errs)
+		w := Window{Period: sub.windowDuration(m, i), Requests: sub.windowNumber(m, i)}
+		if len(*mr.errs) == n {
+			out = append(out, w)
+		}
+	}
+	return out, true
+}
+
+func (mr metaReader) windowDuration(m map[string]any, i int) time.Duration {
+	s, ok := m["period"].(string)
+	d, err := time.ParseDuration(s)
+	if !ok || err != nil || d <= 0 {
+		mr.fail("windows", "element %d: period %v is not a positive Go duration; want e.g. 5m, 1h", i+1, m["period"])
+		return 0
+	}
+	return d
+}
+
+func (mr metaReader) windowNumber(m map[string]any, i int) float64 {
+	var f float64
+	switch v := m["requests_per_period"].(type) {
+	case int:
+		f = float64(v)
+	case int64:
+		f = float64(v)
+	case uint64:
+		f = float64(v)
+	case float64:
+		f = v
+	case json.Number:
+		f, _ = v.Float64()
+	}
+	if !(f > 0) || math.IsInf(f, 0) {
+		mr.fail("windows", "element %d: requests_per_period %v; want a number > 0", i+1, m["requests_per_period"])
+		return 0
+	}
+	return f
+}
+
+// distinct reads distinct: <characteristic>.
+func (mr metaReader) distinct(custom map[string]any, r *Rule) *characteristics.Characteristic {
+	v, ok := custom["distinct"]
+	if !ok {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		mr.fail("distinct", "got %v; want one characteristic such as http.path (accepted: %s)", v, strings.Join(characteristics.Names(), ", "))
+		return nil
+	}
+	c, err := characteristics.Parse(strings.TrimSpace(s))
+	if err != nil {
+		mr.fail("distinct", "%v", err)
+		return nil
+	}
+	for _, k := range r.Characteristics {
+		if k == c {
+			mr.fail("distinct", "%s is also in characteristics; a key has one value of it, so it would always count 1", c)
+			return nil
+		}
+	}
+	if r.Score != nil {
+		mr.fail("distinct", "a rule counts distinct values or adds a score, not both; remove score or distinct")
+		return nil
+	}
+	if a, ok := custom["algorithm"]; ok && a != DefaultAlgorithm {
+		mr.fail("distinct", "distinct values are counted in a sliding window; algorithm %v does not apply (omit it or say %s)", a, DefaultAlgorithm)
 		return nil
 	}
 	return &c

@@ -225,3 +225,25 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestLoadWindowsAndDistinct(t *testing.T) {
+	s, err := Load(os.DirFS("testdata/windows"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*Rule{}
+	for _, r := range s.Rules() {
+		byName[r.Name] = r
+	}
+	ls := byName["low_and_slow"]
+	if ls == nil || len(ls.Windows) != 2 || ls.Windows[1] != (Window{time.Hour, 10}) || ls.Period != 5*time.Minute || ls.Requests != 20 || ls.Distinct != nil {
+		t.Errorf("low_and_slow: %+v", ls)
+	}
+	dp := byName["distinct_paths"]
+	if dp == nil || dp.Distinct == nil || dp.Distinct.String() != "http.path" || len(dp.Windows) != 2 || dp.Windows[0] != (Window{time.Minute, 50}) {
+		t.Errorf("distinct_paths: %+v", dp)
+	}
+	if dp.RequestTime {
+		t.Errorf("distinct_paths counts on status, it is not request-time")
+	}
+}

@@ -29,6 +29,9 @@ func requestTime(m *ast.Module, r *Rule) bool {
 	if r.Score != nil && !r.Score.KnownAtRequest() {
 		return false
 	}
+	if r.Distinct != nil && !r.Distinct.KnownAtRequest() {
+		return false
+	}
 	for _, imp := range m.Imports {
 		if ref, ok := imp.Path.Value.(ast.Ref); ok && (ref.HasPrefix(ast.InputRootRef) || ref.HasPrefix(ast.DefaultRootRef)) {
 			return false

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
 )
@@ -178,17 +179,17 @@ type adminClient struct {
 
 func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
 	configPath := fs.String("config", "", "read the admin address and token file from this configuration")
-	addr := fs.String("admin", "", "admin API address (default "+defaultAdmin+")")
-	tokenFile := fs.String("token-file", "", "admin token file (default "+defaultStateDir+"/admin.token)")
+	addr := fs.String("admin", "", "admin API address (default "+config.DefaultAdminListen+")")
+	tokenFile := fs.String("token-file", "", "admin token file (default "+config.DefaultStateDir+"/admin.token)")
 	return func() (*adminClient, error) {
-		cfg, err := loadConfig(*configPath)
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return nil, err
 		}
 		if cfg.Mitigation.StateDir == "" {
-			cfg.Mitigation.StateDir = defaultStateDir
+			cfg.Mitigation.StateDir = config.DefaultStateDir
 		}
-		a := or(*addr, or(cfg.Admin.Listen, defaultAdmin))
+		a := or(*addr, or(cfg.Admin.Listen, config.DefaultAdminListen))
 		tf := or(*tokenFile, or(cfg.Admin.TokenFile, cfg.Mitigation.StateDir+"/admin.token"))
 		b, err := os.ReadFile(tf)
 		if err != nil {

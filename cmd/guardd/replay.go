@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
@@ -64,7 +65,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
@@ -82,7 +83,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if *mmdb != "" {
 		cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = *mmdb, *mmdb
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
@@ -152,7 +153,7 @@ type pipeline struct {
 	format   *nginxlog.Format
 }
 
-func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
+func buildPipeline(cfg *config.Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
 	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: reg}
 	var sets []*rules.Set
 	if !cfg.Rules.DisableBuiltin {
@@ -173,7 +174,7 @@ func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	allow, err := cfg.allowlist()
+	allow, err := cfg.Allowlist()
 	if err != nil {
 		return nil, err
 	}
@@ -183,11 +184,7 @@ func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{
-		PrefixV4: cfg.Characteristics.PrefixV4, PrefixV6: cfg.Characteristics.PrefixV6,
-		TrustedProxies: mustPrefixes(cfg.Characteristics.TrustedProxies),
-		ASNDatabase:    cfg.Characteristics.ASNDatabase, CountryDatabase: cfg.Characteristics.CountryDatabase,
-	})
+	en, err := characteristics.NewEnricher(cfg.Enrich())
 	if err != nil {
 		return nil, err
 	}
