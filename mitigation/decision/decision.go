@@ -46,6 +46,9 @@ const (
 type Store interface {
 	Lookup(key uint64, now time.Time) (mitigation.Mitigation, bool)
 	Shapes() []mitigation.Shape
+	// Allowlisted reports whether the request's client must receive no
+	// action, whatever the scope of the mitigations its keys would find.
+	Allowlisted(ev *characteristics.Event) bool
 }
 
 // Counter counts a request when it arrives. The daemon's engine is one: it
@@ -249,6 +252,11 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
 	h.enricher.Enrich(ev)
+	if h.store.Allowlisted(ev) {
+		// Never an action for an allowlisted client, whatever the scope
+		// (country, ASN, user agent ...), and no request-time count.
+		return Decision{Allow: true}, nil
+	}
 	if h.counter != nil {
 		h.counter.CountRequest(ev)
 	}
