@@ -216,9 +216,9 @@ func client(src string) *http.Client {
 }
 
 type answer struct {
-	code                         int
+	code                          int
 	retryAfter, rateLimit, policy string
-	body                         string
+	body                          string
 }
 
 func get(t *testing.T, c *http.Client, url string) answer {
