@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/mitigation/crowdsec"
 )
 
@@ -23,7 +24,7 @@ const bouncersUsage = `usage: guardd bouncers add [--config FILE] [--key-file FI
 Manages the API keys of CrowdSec bouncers polling guardd's CrowdSec-compatible
 API. add prints the new key once on stdout (guardd keeps only its SHA-256):
 put it in the bouncer's api_key. The key file is <state_dir>/` + crowdsec.KeyFileName + `
-(state_dir from the configuration's mitigation.state_dir, default ` + defaultStateDir + `);
+(state_dir from the configuration's mitigation.state_dir, default ` + config.DefaultStateDir + `);
 a running daemon rereads it at the next poll. Each bouncer instance needs its
 own key: the server remembers what it told each key.
 `
@@ -56,14 +57,14 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 	}
 	path := *keyFile
 	if path == "" {
-		cfg, err := loadConfig(*configPath)
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "guardd bouncers: %v\n", err)
 			return 1
 		}
 		dir := cfg.Mitigation.StateDir
 		if dir == "" {
-			dir = defaultStateDir
+			dir = config.DefaultStateDir
 		}
 		path = filepath.Join(dir, crowdsec.KeyFileName)
 	}

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/bulk"
 )
@@ -48,8 +49,8 @@ type adminClient struct {
 // function that, once flags are parsed, reads the configuration and token.
 func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
 	configPath := fs.String("config", "", "read the admin address and token file from this configuration (default "+defaultConfigPath+" when present)")
-	addr := fs.String("admin", "", "admin API address (default: admin.listen, else "+defaultAdmin+")")
-	tokenFile := fs.String("token-file", "", "admin token file (default: admin.token_file, else <mitigation.state_dir>/admin.token, "+defaultStateDir+"/admin.token)")
+	addr := fs.String("admin", "", "admin API address (default: admin.listen, else "+config.DefaultAdminListen+")")
+	tokenFile := fs.String("token-file", "", "admin token file (default: admin.token_file, else <mitigation.state_dir>/admin.token, "+config.DefaultStateDir+"/admin.token)")
 	return func() (*adminClient, error) {
 		path := *configPath
 		if path == "" {
@@ -57,14 +58,14 @@ func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
 				path = defaultConfigPath
 			}
 		}
-		cfg, err := loadConfig(path)
+		cfg, err := config.Load(path)
 		if err != nil {
 			return nil, err
 		}
 		if cfg.Mitigation.StateDir == "" {
-			cfg.Mitigation.StateDir = defaultStateDir
+			cfg.Mitigation.StateDir = config.DefaultStateDir
 		}
-		a := or(*addr, or(cfg.Admin.Listen, defaultAdmin))
+		a := or(*addr, or(cfg.Admin.Listen, config.DefaultAdminListen))
 		tf := or(*tokenFile, or(cfg.Admin.TokenFile, cfg.Mitigation.StateDir+"/admin.token"))
 		b, err := os.ReadFile(tf)
 		if err != nil {

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"

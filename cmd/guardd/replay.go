@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
@@ -61,7 +62,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		printUsage(fs, synopsis, stderr)
 		return 2
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
@@ -79,7 +80,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if *mmdb != "" {
 		cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = *mmdb, *mmdb
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
@@ -149,7 +150,7 @@ type pipeline struct {
 	format   *nginxlog.Format
 }
 
-func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
+func buildPipeline(cfg *config.Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
 	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: reg}
 	var sets []*rules.Set
 	if !cfg.Rules.DisableBuiltin {
@@ -170,7 +171,7 @@ func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	allow, err := cfg.allowlist()
+	allow, err := cfg.Allowlist()
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +181,7 @@ func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{
-		PrefixV4: cfg.Characteristics.PrefixV4, PrefixV6: cfg.Characteristics.PrefixV6,
-		TrustedProxies: mustPrefixes(cfg.Characteristics.TrustedProxies),
-		ASNDatabase:    cfg.Characteristics.ASNDatabase, CountryDatabase: cfg.Characteristics.CountryDatabase,
-	})
+	en, err := characteristics.NewEnricher(cfg.Enrich())
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +238,7 @@ func writeMitigationsJSON(w io.Writer, ms []engine.Mitigation) {
 	enc.SetEscapeHTML(false)
 	for _, m := range ms {
 		enc.Encode(mitigationJSON{
-			Rule: m.Rule.Name, Action: m.Rule.Action, Scope: scopeJSON(m.Scope),
+			Rule: m.Rule.Name, Action: m.Rule.Action.String(), Scope: scopeJSON(m.Scope),
 			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
 			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
 		})

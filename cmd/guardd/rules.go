@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/builtin"
 )
@@ -53,7 +54,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *configPath != "" {
-		cfg, err := loadConfig(*configPath)
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "guardd rules %s: %v\n", verb, err)
 			return 1

@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/guardd/guardd/config"
 )
 
 const testRule = `# METADATA
@@ -82,7 +84,7 @@ func startDaemon(t testing.TB, dir string) *testDaemon {
 	if _, err := os.Stat(td.config); err != nil {
 		writeTestConfig(t, dir, "")
 	}
-	cfg, err := loadConfig(td.config)
+	cfg, err := config.Load(td.config)
 	if err != nil {
 		t.Fatal(err)
 	}
