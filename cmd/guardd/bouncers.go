@@ -1,11 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -40,25 +40,12 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 	}
 	verb := args[0]
 	fl := flag.NewFlagSet("bouncers "+verb, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, bouncersUsage) }
 	configPath := fl.String("config", "", "read mitigation.state_dir from this configuration")
 	keyFile := fl.String("key-file", "", "the key file (default <state_dir>/"+crowdsec.KeyFileName+")")
 	// Flags may come before or after NAME.
-	var pos []string
-	rest := args[1:]
-	for {
-		if err := fl.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fl.Arg(0))
-		rest = fl.Args()[1:]
+	pos, code, done := parseFlags(fl, strings.TrimRight(bouncersUsage, "\n"), args[1:], stdout, stderr)
+	if done {
+		return code
 	}
 	wantArgs := 1
 	if verb == "list" {

@@ -39,11 +39,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain or gzip; give them oldest first.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	const synopsis = "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain, gzip or zstd; give them oldest first."
 	var (
 		configPath = fs.String("config", "", "configuration file (YAML)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per mitigation per line")
@@ -58,11 +54,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.Var(&ruleDirs, "rules", "directory of Rego rules (repeatable)")
 	fs.Var(&pcaps, "pcap", "capture (pcap or pcapng) of the same traffic: its TLS and HTTP fingerprints are joined to log lines by client address and port (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	logs, code, done := parseFlags(fs, synopsis, args, stdout, stderr)
+	if done {
+		return code
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if len(logs) == 0 {
+		printUsage(fs, synopsis, stderr)
 		return 2
 	}
 	cfg, err := config.Load(*configPath)
@@ -118,7 +115,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	st, err := replay.Run(ctx, rc, fs.Args())
+	st, err := replay.Run(ctx, rc, logs)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1

@@ -44,10 +44,14 @@ func init() {
 
 func runDaemon(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "/etc/guardd/guardd.yaml", "configuration file (YAML)")
+	configPath := fs.String("config", defaultConfigPath, "configuration file (YAML)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	pos, code, done := parseFlags(fs, "usage: guardd run [--config FILE] [--log-level LEVEL]\n\nRuns the daemon: follows nginx's access logs, counts, trips rules, and answers\nnginx's auth_request.", args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(stderr, "guardd run: takes no arguments; did you mean --config", pos[0]+"?")
 		return 2
 	}
 	var lv slog.Level

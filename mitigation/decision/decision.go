@@ -506,7 +506,11 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		uri = r.Target
 	}
 	hd := w.Header()
-	hd.Set("Cache-Control", "no-store")
+	if p.action != "shadowban" {
+		// A refusal must not be cached; a shadow-ban answer carries only
+		// what the application's would (see shadowban.Config.Headers).
+		hd.Set("Cache-Control", "no-store")
+	}
 	retry := strconv.FormatInt(p.retry, 10)
 	switch p.action {
 	case "block", "firewall":
