@@ -22,8 +22,10 @@
 //     the next, which can only over-count: with events of size >= 1 every
 //     decision stays exact, and with smaller sizes decisions err towards
 //     limiting.
-//   - TokenBucket: capacity Requests, refilled at Requests per Period.
-//   - GCRA: emission interval Period/Requests, burst Requests. It makes the
+//   - TokenBucket: capacity Burst (default Requests), refilled at Requests
+//     per Period.
+//   - GCRA: emission interval Period/Requests, burst Burst (default
+//     Requests). It makes the
 //     same decisions as TokenBucket (up to rounding) from one integer time,
 //     the theoretical arrival time, with no floating-point refill.
 //

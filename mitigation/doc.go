@@ -15,7 +15,13 @@
 //     guardd_mitigation_evictions_total.
 //   - The allowlist wins: a scope whose address lies in, or whose prefix
 //     overlaps, an allowlisted network, or that holds an allowlisted value, is
-//     never mitigated (see Allowlist).
+//     never mitigated (see Allowlist); and Allowlisted tells an enforcement
+//     point that a request's client must receive no action at all, whatever
+//     the scope of the mitigations it meets (country, ASN, user agent ...).
+//     SetAllowlist replaces the allowlist and drops what the new one covers.
+//   - An ip.src.prefix scope of any length, IPv4 or IPv6, covers every
+//     address inside it: Shapes lists one shape per prefix length in use, and
+//     its Key masks the request's address to that length.
 //   - With Config.StateDir, active mitigations survive a restart and a crash
 //     of the process (kill -9): each change is appended to a JSON-lines
 //     journal with one write(2) when it happens, fsynced every 100 ms by Run

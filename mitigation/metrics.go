@@ -40,6 +40,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	for a := range numActions {
+		if !a.Mitigates() {
+			continue // never a record: no series
+		}
 		m.active[a] = activeVec.WithLabelValues(a.String())
 		m.added[a] = addedVec.WithLabelValues(a.String())
 	}
