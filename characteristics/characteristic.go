@@ -147,7 +147,8 @@ func Names() []string {
 // use Parse.
 type Characteristic struct {
 	id  fieldID
-	arg string // header, cookie or variable name
+	arg string  // header, cookie, variable, argument or anomaly name
+	an  Anomaly // the anomaly of an http.anomalies characteristic
 }
 
 // Parse reads a characteristic name: one of Names, http.headers["name"],
@@ -172,8 +173,12 @@ func Parse(name string) (Characteristic, error) {
 		if p.id == fHeader {
 			arg = strings.ToLower(strings.ReplaceAll(arg, "_", "-"))
 		}
-		if p.id == fAnomaly && anomalyByName(arg) == 0 {
-			return Characteristic{}, fmt.Errorf("characteristic %q: unknown anomaly %q; accepted: %s", name, arg, strings.Join(anomalyNames[:], ", "))
+		if p.id == fAnomaly {
+			an := anomalyByName(arg)
+			if an == 0 {
+				return Characteristic{}, fmt.Errorf("characteristic %q: unknown anomaly %q; accepted: %s", name, arg, strings.Join(anomalyNames[:], ", "))
+			}
+			return Characteristic{id: p.id, arg: arg, an: an}, nil
 		}
 		return Characteristic{id: p.id, arg: arg}, nil
 	}
@@ -304,7 +309,7 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 	case fArg:
 		return e.Arg(c.arg)
 	case fAnomaly:
-		if e.Anomalies().Has(anomalyByName(c.arg)) {
+		if e.Anomalies().Has(c.an) {
 			return "true", true
 		}
 		return "", false

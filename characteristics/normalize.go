@@ -79,7 +79,7 @@ const maxDecodes = 3
 // norm returns e's normalised forms, computing them when e changed since.
 func (e *Event) norm() *normalized {
 	n := &e.nrm
-	if n.done && n.srcPath == e.Path && n.srcQuery == e.Query && n.srcUA == e.UserAgent && n.srcRf == e.Referer {
+	if n.done && same(n.srcPath, e.Path) && same(n.srcQuery, e.Query) && same(n.srcUA, e.UserAgent) && same(n.srcRf, e.Referer) {
 		return n
 	}
 	n.done = true
@@ -108,6 +108,12 @@ func (e *Event) norm() *normalized {
 		n.plain |= plainRef
 	}
 	return n
+}
+
+// same reports whether a and b are equal, without reading them when they
+// are the same bytes (the common case: the field the form was made from).
+func same(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 func (n *normalized) reset() {
