@@ -132,6 +132,11 @@ type DecisionConfig struct {
 	// $request_id as X-Request-ID and log it ($request_id in log.format),
 	// so the request's log line does not count those rules again.
 	Count bool `yaml:"count"`
+	// ThrottleShadow puts every throttle rule (action: throttle) in shadow
+	// mode: counted and decided, never refused; what would have been
+	// refused is counted and logged. A rule's own shadow: true does the
+	// same for that rule.
+	ThrottleShadow bool `yaml:"throttle_shadow"`
 }
 
 // AdminConfig is the admin API: mitigations, status and /metrics.
