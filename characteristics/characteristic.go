@@ -53,6 +53,9 @@ const (
 	fNormReferer
 	fArg
 	fAnomaly
+	fBotName
+	fBotVerified
+	fTLSClient
 )
 
 // field describes one fixed characteristic: its canonical name, its path in the
@@ -96,6 +99,9 @@ var fields = [...]field{
 	fNormReferer: {"http.norm.referer", []string{"http", "norm", "referer"}, KindString},
 	fArg:         {"http.args", []string{"http", "args"}, KindString},
 	fAnomaly:     {"http.anomalies", []string{"http", "anomalies"}, KindString},
+	fBotName:     {"bot.name", []string{"bot", "name"}, KindString},
+	fBotVerified: {"bot.verified", []string{"bot", "verified"}, KindString},
+	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
 }
 
 // byName maps every accepted spelling of a fixed characteristic to its field.
@@ -230,7 +236,7 @@ func (c Characteristic) String() string {
 func (c Characteristic) KnownAtRequest() bool {
 	switch c.id {
 	case fIP, fPrefix, fASN, fCountry, fPort, fHost, fMethod, fPath, fQuery,
-		fUserAgent, fReferer, fHeader, fCookie, fTime,
+		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified,
 		fNormPath, fNormQuery, fNormUA, fNormReferer, fArg, fAnomaly:
 		return true
 	}
@@ -313,6 +319,15 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 			return "true", true
 		}
 		return "", false
+	case fBotName:
+		s = e.Bot.Name
+	case fBotVerified:
+		if e.Bot.Verified {
+			return "true", true
+		}
+		return "", false
+	case fTLSClient:
+		return e.TLSClient()
 	default:
 		return "", false
 	}
