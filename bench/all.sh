@@ -39,7 +39,7 @@ go test ./mitigation/crowdsec -run '^$' -bench 'StreamStartup' -benchtime 10x -c
 section "replay: 1,000,000-line combined log, built-in rules"
 go build -o bench/out/guardd ./cmd/guardd
 log=bench/out/access-1000000.log
-[ -s "$log" ] || go run ./bench/loggen -benign 8700 -duration 6h -format combined -o "$log"
+[ -s "$log" ] || go run ./bench/cmd/loggen -benign 8700 -duration 6h -format combined -o "$log"
 cat "$log" > /dev/null
 echo "  $(wc -l < "$log") lines"
 for i in 1 2 3; do cpu bench/out/guardd replay --progress never "$log" > /dev/null; done

@@ -22,7 +22,7 @@
 #   CROWDSEC=0          skip CrowdSec
 #
 # The log (and the labels of the attacks in it) is generated once with
-# bench/loggen and cached under bench/out/, which git ignores; results go to
+# bench/cmd/loggen and cached under bench/out/, which git ignores; results go to
 # bench/out/replay-LINES.txt. As root it installs goaccess and sets up CrowdSec
 # when absent; it never starts CrowdSec's service, only its own crowdsec
 # process, which it kills by PID.
@@ -77,7 +77,7 @@ mmdb=$out/access-$lines.mmdb
 if [ ! -s "$log" ] || [ ! -s "$labels" ] || [ ! -s "$mmdb" ]; then
   # ~115 lines per benign client over 6 hours, plus the attack campaigns
   # (which all fall in its first 45 minutes), cut to exactly $lines lines.
-  go run ./bench/loggen -benign $(( lines / 110 )) -duration 6h -format combined \
+  go run ./bench/cmd/loggen -benign $(( lines / 110 )) -duration 6h -format combined \
     -o "$log.tmp" -labels "$labels" -mmdb "$mmdb"
   head -n "$lines" "$log.tmp" > "$log" && rm -f "$log.tmp"
 fi

@@ -67,7 +67,22 @@ type Limit struct {
 	Algorithm Algorithm
 	Period    time.Duration
 	Requests  float64
+	// Burst is how much may arrive at once under TokenBucket (its
+	// capacity) and GCRA (its burst tolerance, in events); the rate stays
+	// Requests per Period. 0 means Requests. Other algorithms take no burst.
+	Burst float64
 }
+
+// Capacity is what a key may use at once: Burst when set, else Requests.
+func (l Limit) Capacity() float64 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Requests
+}
+
+// Validate checks l as NewTable does.
+func (l Limit) Validate() error { return Config{Limit: l}.validate() }
 
 // Bounds checked by NewTable.
 const (
@@ -109,6 +124,12 @@ func (c Config) validate() error {
 	}
 	if l.Algorithm == SlidingLog && l.Requests > MaxLogRequests {
 		return fmt.Errorf("counting: limit: requests %v: sliding_log keeps ceil(requests)+1 event times per key and accepts at most %d; use sliding_window for larger limits", l.Requests, MaxLogRequests)
+	}
+	if l.Burst != 0 && (!(l.Burst > 0) || math.IsInf(l.Burst, 0)) {
+		return fmt.Errorf("counting: limit: burst %v: must be a positive finite number", l.Burst)
+	}
+	if l.Burst != 0 && l.Algorithm != TokenBucket && l.Algorithm != GCRA {
+		return fmt.Errorf("counting: limit: burst applies to token_bucket and gcra, not %s", l.Algorithm)
 	}
 	if l.Algorithm == GCRA && float64(l.Period)/l.Requests < 1 {
 		return fmt.Errorf("counting: limit: gcra emission interval %v/%v is under a nanosecond", l.Period, l.Requests)

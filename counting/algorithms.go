@@ -27,7 +27,9 @@ func (t *Table) expired(s *shard, sl *slot, now int64) bool {
 	case SlidingLog:
 		at, _ := s.log.entries(sl)
 		return len(at) == 0 || now-at[len(at)-1] > 2*t.period
-	default: // TokenBucket: last refill; GCRA: theoretical arrival time
+	case TokenBucket: // last refill; a burst above Requests takes longer to refill
+		return now-sl.t > max(2*t.period, int64(math.Ceil(t.burst/t.rate)))
+	default: // GCRA: theoretical arrival time
 		return now-sl.t > 2*t.period
 	}
 }
@@ -38,7 +40,7 @@ func (t *Table) initLocked(s *shard, sl *slot, now int64) {
 	case SlidingWindow, FixedWindow:
 		sl.t, sl.a, sl.b = t.windowStart(now), 0, 0
 	case TokenBucket:
-		sl.t, sl.a, sl.b = now, t.requests, 0
+		sl.t, sl.a, sl.b = now, t.burst, 0
 	case GCRA:
 		sl.t, sl.a, sl.b = now, 0, 0
 	case SlidingLog:
@@ -88,7 +90,7 @@ func (t *Table) peekLocked(s *shard, sl *slot, now int64) Result {
 	case GCRA:
 		tat := max(sl.t, now)
 		r := t.gcraResult(tat, now)
-		if r.Exceeded = now < tat+int64(math.Round(t.interval))-t.period; r.Exceeded {
+		if r.Exceeded = now < tat+int64(math.Round(t.interval))-t.tol; r.Exceeded {
 			r.RetryAfter = t.gcraRetry(tat, now, 1)
 		}
 		return r
@@ -114,7 +116,7 @@ func (t *Table) usageLocked(s *shard, sl *slot, now int64) float64 {
 		return sum
 	case TokenBucket:
 		v, _ := t.bucketView(sl, now)
-		return t.requests - v.a
+		return t.burst - v.a
 	case GCRA:
 		return max(0, float64(sl.t-now)) / t.interval
 	default:
@@ -182,7 +184,6 @@ func (t *Table) slidingView(sl *slot, now int64) (slot, int64) {
 }
 
 func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
-	p := float64(t.period)
 	ws := sl.t
 	est := sl.b*float64(t.period-(now-ws))*t.perNS + sl.a
 	r := Result{Count: est, Remaining: max(0, t.requests-est)}
@@ -195,9 +196,16 @@ func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
 		return r
 	}
 	r.Exceeded = true
-	// When would est(τ) + m <= Requests, with no event meanwhile? In the
-	// current window est falls as the previous one slides out; in the next,
-	// as the current one does.
+	r.RetryAfter = t.slidingRetry(sl, now, m)
+	return r
+}
+
+// slidingRetry is when est(τ) + m <= Requests, with no event meanwhile. In
+// the current window est falls as the previous one slides out; in the
+// next, as the current one does.
+func (t *Table) slidingRetry(sl *slot, now int64, m float64) time.Duration {
+	p := float64(t.period)
+	ws := sl.t
 	target := t.requests - m
 	var at float64 // from the start of the current window
 	switch {
@@ -210,8 +218,7 @@ func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
 	default:
 		at = p
 	}
-	r.RetryAfter = retryAfter(at - float64(now-ws))
-	return r
+	return retryAfter(at - float64(now-ws))
 }
 
 // Fixed window.
@@ -264,7 +271,7 @@ func (t *Table) fixedResult(sl *slot, now int64, _ float64) Result {
 func (t *Table) bucketView(sl *slot, now int64) (slot, int64) {
 	v := *sl
 	if now > v.t {
-		v.a = min(t.requests, v.a+float64(now-v.t)*t.rate)
+		v.a = min(t.burst, v.a+float64(now-v.t)*t.rate)
 		v.t = now
 	}
 	return v, v.t
@@ -288,14 +295,14 @@ func (t *Table) bucketAdd(sl *slot, n float64, now int64) Result {
 func (t *Table) bucketResult(sl *slot, now int64) Result {
 	_ = now
 	return Result{
-		Count:     t.requests - sl.a,
+		Count:     t.burst - sl.a,
 		Remaining: sl.a,
-		Reset:     time.Duration(math.Ceil((t.requests - sl.a) / t.rate)),
+		Reset:     time.Duration(math.Ceil((t.burst - sl.a) / t.rate)),
 	}
 }
 
 func (t *Table) bucketRetry(sl *slot, n float64) time.Duration {
-	need := min(n, t.requests) - sl.a // above capacity: until full
+	need := min(n, t.burst) - sl.a // above capacity: until full
 	return retryAfter(need / t.rate)
 }
 
@@ -307,9 +314,9 @@ func (t *Table) bucketRetry(sl *slot, n float64) time.Duration {
 func (t *Table) gcraAdd(sl *slot, n float64, now int64) Result {
 	tat := max(sl.t, now)
 	conform := false
-	if n <= t.requests {
+	if n <= t.burst {
 		next := tat + int64(math.Round(n*t.interval))
-		if now >= next-t.period {
+		if now >= next-t.tol {
 			conform = true
 			sl.t, tat = next, next
 		}
@@ -324,12 +331,12 @@ func (t *Table) gcraAdd(sl *slot, n float64, now int64) Result {
 
 func (t *Table) gcraResult(tat, now int64) Result {
 	used := float64(tat-now) / t.interval
-	return Result{Count: used, Remaining: max(0, t.requests-used), Reset: dur(tat - now)}
+	return Result{Count: used, Remaining: max(0, t.burst-used), Reset: dur(tat - now)}
 }
 
 func (t *Table) gcraRetry(tat, now int64, n float64) time.Duration {
-	if n > t.requests {
+	if n > t.burst {
 		return retryAfter(float64(tat - now)) // never conforms; until reset
 	}
-	return retryAfter(float64(tat-now) + math.Round(n*t.interval) - float64(t.period))
+	return retryAfter(float64(tat-now) + math.Round(n*t.interval) - float64(t.tol))
 }

@@ -15,6 +15,8 @@ type Table struct {
 	alg      Algorithm
 	period   int64   // nanoseconds
 	requests float64 // limit per period
+	burst    float64 // TokenBucket: capacity; GCRA: burst in events
+	tol      int64   // GCRA: burst tolerance in nanoseconds, burst*interval
 	rate     float64 // TokenBucket: tokens per nanosecond
 	perNS    float64 // 1/period
 	interval float64 // GCRA: emission interval in nanoseconds
@@ -88,6 +90,7 @@ func NewTable(cfg Config) (*Table, error) {
 		rate:       l.Requests / float64(l.Period),
 		perNS:      1 / float64(l.Period),
 		interval:   float64(l.Period) / l.Requests,
+		burst:      l.Capacity(),
 		shardShift: uint(64 - bits.TrailingZeros(uint(nshards))),
 		shardCap:   maxKeys / nshards,
 		shards:     make([]shard, nshards),
@@ -99,6 +102,10 @@ func NewTable(cfg Config) (*Table, error) {
 	// which keeps the probe runs of a flood (a miss, an eviction, an insert
 	// per event) short. It always has an empty slot.
 	t.maxSlots = t.shardCap*3/2 + 1
+	t.tol = int64(math.Round(t.burst * t.interval))
+	if t.burst == t.requests {
+		t.tol = t.period // exact, whatever the rounding of interval
+	}
 	if t.alg == SlidingLog {
 		t.logCap = int(math.Ceil(l.Requests)) + 1
 	}
@@ -111,7 +118,11 @@ func NewTable(cfg Config) (*Table, error) {
 
 // Limit returns the limit the table was built with.
 func (t *Table) Limit() Limit {
-	return Limit{Algorithm: t.alg, Period: time.Duration(t.period), Requests: t.requests}
+	l := Limit{Algorithm: t.alg, Period: time.Duration(t.period), Requests: t.requests}
+	if t.burst != t.requests {
+		l.Burst = t.burst
+	}
+	return l
 }
 
 // mix spreads the bits of a key: callers may pass keys that are not hashes.
@@ -156,6 +167,20 @@ func (t *Table) findLocked(s *shard, key uint64) (int, bool) {
 // infinite n counts as 0; an Add of 0 is a Peek. It allocates nothing
 // once the key's shard has grown to hold it.
 func (t *Table) Add(key uint64, n float64, now int64) Result {
+	return t.update(key, n, now, false)
+}
+
+// Admit is Add for an enforcement point that counts only what it lets
+// through: the event is recorded only when it fits under the limit
+// (usage, this event included, at most Requests). Otherwise nothing
+// changes, Exceeded is set, and RetryAfter is when an event of the same
+// size would fit, if none came meanwhile. For TokenBucket and GCRA, which
+// only ever consume on a conforming event, it is Add.
+func (t *Table) Admit(key uint64, n float64, now int64) Result {
+	return t.update(key, n, now, true)
+}
+
+func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 	if !(n > 0) || math.IsInf(n, 1) {
 		return t.Peek(key, now)
 	}
@@ -183,7 +208,12 @@ func (t *Table) Add(key uint64, n float64, now int64) Result {
 		s.n++
 		t.initLocked(s, &s.slots[i], now)
 	}
-	r := t.addLocked(s, &s.slots[i], n, now)
+	var r Result
+	if admit {
+		r = t.admitLocked(s, &s.slots[i], n, now)
+	} else {
+		r = t.addLocked(s, &s.slots[i], n, now)
+	}
 	s.mu.Unlock()
 	return r
 }
@@ -210,7 +240,12 @@ func (t *Table) Peek(key uint64, now int64) Result {
 	return r
 }
 
-func (t *Table) unused() Result { return Result{Remaining: t.requests} }
+func (t *Table) unused() Result {
+	if t.alg == TokenBucket || t.alg == GCRA {
+		return Result{Remaining: t.burst}
+	}
+	return Result{Remaining: t.requests}
+}
 
 // growLocked moves a shard to a table 1.5 times larger (at most maxSlots).
 func (t *Table) growLocked(s *shard) {

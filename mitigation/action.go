@@ -16,6 +16,10 @@ const (
 	ActionRateLimit               // 429 with Retry-After
 	ActionShadowBan               // a plausible 200, request not served
 	ActionFirewall                // pushed to the firewall (nftables sets), also 403 at the decision API
+	// ActionThrottle is a rule's request-time limit: each request is
+	// admitted or refused (429) against its key's budget when nginx asks.
+	// It is never a mitigation record (see Action.Mitigates).
+	ActionThrottle
 	numActions
 )
 
@@ -25,19 +29,39 @@ var actionNames = [numActions]string{
 	ActionRateLimit: "rate_limit",
 	ActionShadowBan: "shadowban",
 	ActionFirewall:  "firewall",
+	ActionThrottle:  "throttle",
 }
 
-// actionRank orders actions when several mitigations cover one scope: the
-// highest rank wins in Lookup. A denial beats a deception (block over
-// shadowban: a client already refused gains nothing from the pretence), and any
-// enforcement beats log.
+// actionRank orders actions when several apply to one request: the highest
+// rank wins, in Lookup and at the decision API. A denial beats a deception
+// (block over shadowban: a client already refused gains nothing from the
+// pretence), a mitigation beats a request-time throttle (it lasts, the
+// throttle's 429 only says "not now"), and any enforcement beats log.
 var actionRank = [numActions]uint8{
 	ActionLog:       0,
+	ActionThrottle:  1,
 	ActionRateLimit: 1,
 	ActionShadowBan: 2,
 	ActionBlock:     3,
 	ActionFirewall:  4,
 }
+
+// Names returns the action names in the order error messages list them.
+func Names() []string { return append([]string(nil), actionNames[:]...) }
+
+// Stronger reports whether a outranks b when both apply to one request.
+func (a Action) Stronger(b Action) bool { return a.rank() > b.rank() }
+
+func (a Action) rank() uint8 {
+	if a < numActions {
+		return actionRank[a]
+	}
+	return 0
+}
+
+// Mitigates reports whether a can be a mitigation record (a rule's trip or
+// a manual decision). ActionThrottle cannot: it is decided per request.
+func (a Action) Mitigates() bool { return a < numActions && a != ActionThrottle }
 
 // ParseAction reads an action name as written in a rule's metadata.
 func ParseAction(s string) (Action, error) {

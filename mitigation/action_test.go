@@ -16,6 +16,7 @@ func TestParseAction(t *testing.T) {
 		{"rate_limit", ActionRateLimit, false},
 		{"shadowban", ActionShadowBan, false},
 		{"firewall", ActionFirewall, false},
+		{"throttle", ActionThrottle, false},
 		{"Block", 0, true},
 		{"ratelimit", 0, true},
 		{"", 0, true},
@@ -40,5 +41,20 @@ func TestParseAction(t *testing.T) {
 	}
 	if s := Action(200).String(); s != "other" {
 		t.Errorf("Action(200).String() = %q, want other", s)
+	}
+}
+
+func TestActionRank(t *testing.T) {
+	order := []Action{ActionLog, ActionThrottle, ActionShadowBan, ActionBlock, ActionFirewall}
+	for i := 1; i < len(order); i++ {
+		if !order[i].Stronger(order[i-1]) || order[i-1].Stronger(order[i]) {
+			t.Errorf("%s should outrank %s", order[i], order[i-1])
+		}
+	}
+	if ActionThrottle.Mitigates() || !ActionRateLimit.Mitigates() {
+		t.Error("throttle is decided per request; rate_limit is a mitigation")
+	}
+	if len(Names()) != int(numActions) {
+		t.Errorf("Names: %v", Names())
 	}
 }

@@ -3,6 +3,9 @@ package mitigation
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+
+	"github.com/guardd/guardd/characteristics"
 )
 
 // Allowlist holds what is never mitigated: networks, matched against ip.src and
@@ -15,6 +18,12 @@ import (
 // 192.0.2.0/24 would hit an allowlisted 192.0.2.7, and a firewall cannot make
 // the exception), or a value equal to a listed one. IPv4-mapped IPv6 forms on
 // either side are compared as IPv4.
+//
+// A client is allowlisted, and must receive no action whatever the scope of
+// the mitigations its request matches (an ip.src.country, ip.src.asnum or
+// http.user_agent scope covers allowlisted clients too), when its address lies
+// in a listed network or its request holds a listed value: see
+// Store.Allowlisted.
 type Allowlist struct {
 	Prefixes []netip.Prefix
 	Values   []Pair
@@ -110,4 +119,81 @@ func (a Allowlist) canonical() (Allowlist, error) {
 		out.Values = append(out.Values, s[0])
 	}
 	return out, nil
+}
+
+// eventMatcher is an Allowlist compiled for the per-request check: networks by
+// family, and values with their characteristic parsed (numbers as numbers).
+type eventMatcher struct {
+	v4, v6 []netip.Prefix
+	values []valueMatch
+}
+
+type valueMatch struct {
+	c   characteristics.Characteristic
+	num bool
+	s   string
+	f   float64
+}
+
+// compile returns the matcher of a canonical allowlist.
+func (a Allowlist) compile() (*eventMatcher, error) {
+	m := &eventMatcher{}
+	addNet := func(p netip.Prefix) {
+		if p.Addr().Is4() {
+			m.v4 = append(m.v4, p)
+		} else {
+			m.v6 = append(m.v6, p)
+		}
+	}
+	for _, p := range a.Prefixes {
+		addNet(p)
+	}
+	for _, v := range a.Values {
+		if n, ok := valueNet(v); ok {
+			addNet(n)
+			continue
+		}
+		c, err := characteristics.Parse(v.Name)
+		if err != nil {
+			return nil, err
+		}
+		vm := valueMatch{c: c, s: v.Value}
+		if c.Kind() == characteristics.KindNumber {
+			if f, err := strconv.ParseFloat(v.Value, 64); err == nil {
+				vm.num, vm.f = true, f
+			}
+		}
+		m.values = append(m.values, vm)
+	}
+	return m, nil
+}
+
+// matches reports whether e's client address lies in a listed network or e
+// holds a listed value. It does not allocate.
+func (m *eventMatcher) matches(e *characteristics.Event) bool {
+	if a := e.IP.Unmap(); a.IsValid() {
+		nets := m.v6
+		if a.Is4() {
+			nets = m.v4
+		}
+		a = a.WithZone("")
+		for _, n := range nets {
+			if n.Contains(a) {
+				return true
+			}
+		}
+	}
+	for i := range m.values {
+		v := &m.values[i]
+		if v.num {
+			if f, ok := v.c.Num(e); ok && f == v.f {
+				return true
+			}
+			continue
+		}
+		if s, ok := v.c.Str(e); ok && s == v.s {
+			return true
+		}
+	}
+	return false
 }

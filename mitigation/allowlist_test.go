@@ -4,6 +4,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/guardd/guardd/characteristics"
 )
 
 func TestAllowlist(t *testing.T) {
@@ -82,5 +85,78 @@ func TestAllowlistValidation(t *testing.T) {
 				t.Fatalf("New error = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestAllowlisted: the per-request check covers the client's address and the
+// request's values, whatever the scope of the mitigations it would meet.
+func TestAllowlisted(t *testing.T) {
+	s, err := New(Config{Allowlist: Allowlist{
+		Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/28"), netip.MustParsePrefix("::ffff:198.51.100.0/120")},
+		Values: []Pair{
+			{`http.headers["x-monitor"]`, "probe-7"},
+			{"ip.src", "2001:db8::99"},
+			{"ip.src.asnum", "64500"},
+			{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"},
+		},
+	}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ev   characteristics.Event
+		want bool
+	}{
+		{"network", characteristics.Event{IP: netip.MustParseAddr("192.0.2.7")}, true},
+		{"outside", characteristics.Event{IP: netip.MustParseAddr("192.0.2.17")}, false},
+		{"mapped client", characteristics.Event{IP: netip.MustParseAddr("::ffff:192.0.2.7")}, true},
+		{"mapped allowlist", characteristics.Event{IP: netip.MustParseAddr("198.51.100.200")}, true},
+		{"ip value", characteristics.Event{IP: netip.MustParseAddr("2001:db8::99")}, true},
+		{"other v6", characteristics.Event{IP: netip.MustParseAddr("2001:db8::98")}, false},
+		{"header", characteristics.Event{IP: netip.MustParseAddr("203.0.113.1"),
+			Headers: []characteristics.Field{{Name: "x-monitor", Value: "probe-7"}}}, true},
+		{"header other value", characteristics.Event{IP: netip.MustParseAddr("203.0.113.1"),
+			Headers: []characteristics.Field{{Name: "x-monitor", Value: "probe-8"}}}, false},
+		{"asn", characteristics.Event{IP: netip.MustParseAddr("203.0.113.1"), ASN: 64500}, true},
+		{"other asn", characteristics.Event{IP: netip.MustParseAddr("203.0.113.1"), ASN: 64501}, false},
+		{"ja4", characteristics.Event{TLS: characteristics.TLS{JA4: "t13d1516h2_8daaf6152771_02713d6af862"}}, true},
+		{"no address", characteristics.Event{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := s.Allowlisted(&tc.ev); got != tc.want {
+				t.Errorf("Allowlisted = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	ev := &characteristics.Event{IP: netip.MustParseAddr("203.0.113.1"), ASN: 64501,
+		Headers: []characteristics.Field{{Name: "x-monitor", Value: "probe-8"}}}
+	if n := testing.AllocsPerRun(100, func() { s.Allowlisted(ev) }); n != 0 {
+		t.Errorf("Allowlisted allocates %v", n)
+	}
+}
+
+// TestSetAllowlist: a new allowlist applies to Add and removes what it covers.
+func TestSetAllowlist(t *testing.T) {
+	s := newStore(t, Config{})
+	covered := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.5"), time.Hour), t0)
+	kept := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.3.5"), time.Hour), t0)
+	if err := s.SetAllowlist(Allowlist{Prefixes: []netip.Prefix{{}}}); err == nil {
+		t.Fatal("SetAllowlist of an invalid prefix: no error")
+	}
+	if err := s.SetAllowlist(Allowlist{Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Lookup(covered.Scope.Key(), t0); ok {
+		t.Error("a mitigation the new allowlist covers is still held")
+	}
+	if _, ok := s.Lookup(kept.Scope.Key(), t0); !ok {
+		t.Error("a mitigation outside the new allowlist was removed")
+	}
+	if _, ok, err := s.Add(mit("r", ActionBlock, ipScope("192.0.2.6"), time.Hour), t0); ok || err != nil {
+		t.Errorf("Add under the new allowlist = %v, %v", ok, err)
+	}
+	if !s.Allowlisted(&characteristics.Event{IP: netip.MustParseAddr("192.0.2.6")}) {
+		t.Error("Allowlisted ignores the new allowlist")
 	}
 }

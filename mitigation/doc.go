@@ -15,15 +15,25 @@
 //     guardd_mitigation_evictions_total.
 //   - The allowlist wins: a scope whose address lies in, or whose prefix
 //     overlaps, an allowlisted network, or that holds an allowlisted value, is
-//     never mitigated (see Allowlist).
+//     never mitigated (see Allowlist); and Allowlisted tells an enforcement
+//     point that a request's client must receive no action at all, whatever
+//     the scope of the mitigations it meets (country, ASN, user agent ...).
+//     SetAllowlist replaces the allowlist and drops what the new one covers.
+//   - An ip.src.prefix scope of any length, IPv4 or IPv6, covers every
+//     address inside it: Shapes lists one shape per prefix length in use, and
+//     its Key masks the request's address to that length.
 //   - With Config.StateDir, active mitigations survive a restart and a crash
 //     of the process (kill -9): each change is appended to a JSON-lines
 //     journal with one write(2) when it happens, fsynced every 100 ms by Run
 //     and on Close, and compacted into a snapshot written atomically (temp
 //     file, fsync, rename, directory fsync). Expiry is absolute wall-clock
 //     time, so a restored mitigation keeps its remaining time. A truncated last
-//     journal record is skipped with a warning; any other damage fails New with
-//     the file, line and byte offset.
+//     journal record is skipped with a warning. Any other damage does not keep
+//     guardd down: the damaged lines are skipped, the rest is restored, the
+//     file is renamed to <name>.corrupt, and the damage is logged at error
+//     level with file, line and byte offset and counted in
+//     guardd_mitigation_state_files_set_aside_total. State written by another
+//     state version fails New instead (a downgrade must not lose it).
 //   - Changes is a feed for enforcement points (firewall sets, the CrowdSec
 //     decision stream, peers): from a cursor, the mitigations added or
 //     modified and those deleted, evicted or expired, coalesced per ID. A

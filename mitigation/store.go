@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,14 +35,17 @@ const (
 
 // Mitigation is one active decision: enforce Action on requests matching Scope
 // until Expires.
+//
+// Its JSON form (lower snake case, like every JSON guardd writes) is
+// {"id","rule","action","scope","created","expires","origin"}.
 type Mitigation struct {
-	ID      uint64    // assigned by the Store, increasing, never reused by one state directory
-	Rule    string    // the rule that tripped, or the name given by an operator
-	Action  Action    //
-	Scope   Scope     // canonical (see Canonical)
-	Created time.Time // first Add
-	Expires time.Time // absolute wall-clock time
-	Origin  string    // "rule" (default), "manual" or "api"
+	ID      uint64    `json:"id"`      // assigned by the Store, increasing, never reused by one state directory
+	Rule    string    `json:"rule"`    // the rule that tripped, or the name given by an operator
+	Action  Action    `json:"action"`  //
+	Scope   Scope     `json:"scope"`   // canonical (see Canonical)
+	Created time.Time `json:"created"` // first Add
+	Expires time.Time `json:"expires"` // absolute wall-clock time
+	Origin  string    `json:"origin"`  // "rule" (default), "manual" or "api"
 }
 
 // Config configures a Store. The zero value is a usable in-memory store.
@@ -107,7 +112,7 @@ type Store struct {
 	heap       expiryHeap
 	nextID     uint64
 	feed       feed
-	shapeRefs  map[string]int
+	shapeRefs  map[string]*shapeRef
 	shapeList  []Shape
 	journal    *journal // nil without StateDir
 	journalErr bool     // an error was logged and nothing succeeded since
@@ -117,7 +122,7 @@ type Store struct {
 	compactMu sync.Mutex // one compaction at a time
 
 	max   int
-	allow Allowlist
+	allow atomic.Pointer[allowState]
 	met   *metrics
 	log   *slog.Logger
 	now   func() time.Time
@@ -134,9 +139,9 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	if cfg.History < 0 {
 		return nil, fmt.Errorf("mitigation: history %d: must be positive (0 = %d)", cfg.History, DefaultHistory)
 	}
-	allow, err := cfg.Allowlist.canonical()
+	allow, err := newAllowState(cfg.Allowlist)
 	if err != nil {
-		return nil, fmt.Errorf("mitigation: %w", err)
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -148,9 +153,8 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	s := &Store{
 		byID:      make(map[uint64]*entry),
 		nextID:    1,
-		shapeRefs: make(map[string]int),
+		shapeRefs: make(map[string]*shapeRef),
 		max:       cmp.Or(cfg.MaxEntries, DefaultMaxEntries),
-		allow:     allow,
 		met:       met,
 		log:       log,
 		now:       cfg.Now,
@@ -158,6 +162,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.allow.Store(allow)
 	for i := range s.shards {
 		s.shards[i].m = make(map[uint64]cell)
 	}
@@ -175,6 +180,11 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	}
 	s.journal = j
 	s.nextID = max(s.nextID, st.nextID)
+	for _, a := range st.setAside {
+		s.met.setAside.Inc()
+		log.Error("mitigation state file damaged: set aside, starting with the records that could be read; some mitigations may be missing",
+			"file", a.path, "set_aside_as", a.to, "bad_lines", a.bad, "first_error", a.first.Error())
+	}
 	restored := slices.SortedFunc(func(yield func(Mitigation) bool) {
 		for _, m := range st.live {
 			if !yield(m) {
@@ -185,7 +195,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	dropped := 0
 	s.mu.Lock()
 	for _, m := range restored {
-		if !m.Expires.After(now) || s.allow.Allows(m.Scope) {
+		if !m.Expires.After(now) || allow.list.Allows(m.Scope) {
 			dropped++
 			continue
 		}
@@ -236,20 +246,61 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 	if err != nil {
 		return Mitigation{}, false, fmt.Errorf("mitigation: add: %w", err)
 	}
-	if s.allow.Allows(m.Scope) {
-		s.met.allowlisted.Inc()
-		return Mitigation{}, false, nil
-	}
-	key := m.Scope.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Mitigation{}, false, ErrClosed
 	}
+	// Checked under the writer lock, so SetAllowlist cannot slip between
+	// the check and the insertion.
+	if s.allow.Load().list.Allows(m.Scope) {
+		s.met.allowlisted.Inc()
+		return Mitigation{}, false, nil
+	}
 	s.expireLocked(now)
+	return s.addLocked(m), true, nil
+}
+
+// AddAll adds many mitigations under one lock, as an operator's import does:
+// each is validated as Add does first, and nothing is added unless all are
+// valid (the error names the index of the first bad one). It returns the
+// mitigations held afterwards for those added or extended, in order, and how
+// many the allowlist refused.
+func (s *Store) AddAll(ms []Mitigation, now time.Time) (held []Mitigation, allowlisted int, err error) {
+	ready := make([]Mitigation, 0, len(ms))
+	for i, m := range ms {
+		m, err := s.prepare(m, now)
+		if err != nil {
+			return nil, 0, fmt.Errorf("mitigation: add #%d: %w", i+1, err)
+		}
+		ready = append(ready, m)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, 0, ErrClosed
+	}
+	s.expireLocked(now)
+	allow := s.allow.Load().list
+	held = make([]Mitigation, 0, len(ready))
+	for _, m := range ready {
+		if allow.Allows(m.Scope) {
+			s.met.allowlisted.Inc()
+			allowlisted++
+			continue
+		}
+		held = append(held, s.addLocked(m))
+	}
+	return held, allowlisted, nil
+}
+
+// addLocked adds a prepared, not allowlisted m, or merges it into the one the
+// same rule holds on the same scope.
+func (s *Store) addLocked(m Mitigation) Mitigation {
+	key := m.Scope.Key()
 	if e := s.findLocked(key, m.Scope, m.Rule); e != nil {
 		if !m.Expires.After(e.m.Expires) && m.Action == e.m.Action {
-			return e.m, true, nil
+			return e.m
 		}
 		if m.Action != e.m.Action {
 			s.met.active[e.m.Action].Dec()
@@ -263,7 +314,7 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 		s.publishLocked(e)
 		s.persistLocked(record{Op: opAdd, m: e.m})
 		s.feed.push(change{m: e.m})
-		return e.m, true, nil
+		return e.m
 	}
 	for len(s.byID) >= s.max {
 		s.evictLocked()
@@ -274,12 +325,15 @@ func (s *Store) Add(m Mitigation, now time.Time) (Mitigation, bool, error) {
 	s.met.added[m.Action].Inc()
 	s.persistLocked(record{Op: opAdd, m: m})
 	s.feed.push(change{m: m, created: true})
-	return m, true, nil
+	return m
 }
 
 func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if !m.Action.Valid() {
 		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), acceptedActions())
+	}
+	if !m.Action.Mitigates() {
+		return m, fmt.Errorf("action %s is decided per request, never a mitigation", m.Action)
 	}
 	if m.Origin == "" {
 		m.Origin = "rule"
@@ -350,6 +404,62 @@ func stronger(a, b *Mitigation) bool {
 		return ra > rb
 	}
 	return a.Expires.After(b.Expires)
+}
+
+// allowState is the allowlist in force: as configured (canonical) and
+// compiled for Allowlisted.
+type allowState struct {
+	list  Allowlist
+	match *eventMatcher
+}
+
+func newAllowState(a Allowlist) (*allowState, error) {
+	list, err := a.canonical()
+	if err != nil {
+		return nil, fmt.Errorf("mitigation: %w", err)
+	}
+	match, err := list.compile()
+	if err != nil {
+		return nil, fmt.Errorf("mitigation: %w", err)
+	}
+	return &allowState{list: list, match: match}, nil
+}
+
+// Allowlisted reports whether e's client is allowlisted: its address lies in
+// an allowlisted network, or its request holds an allowlisted value. An
+// enforcement point gives such a request no action, whatever the mitigations
+// its keys find: Add refuses scopes the allowlist covers, but a mitigation on
+// a country, an ASN, a user agent or a cookie also covers allowlisted
+// clients. It does not allocate and runs concurrently with everything.
+func (s *Store) Allowlisted(e *characteristics.Event) bool {
+	return s.allow.Load().match.matches(e)
+}
+
+// SetAllowlist replaces the allowlist (after a reload) and removes the held
+// mitigations the new one covers, as Delete does. On error the allowlist in
+// force is kept.
+func (s *Store) SetAllowlist(a Allowlist) error {
+	st, err := newAllowState(a)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allow.Store(st)
+	var drop []*entry
+	for _, e := range s.byID {
+		if st.list.Allows(e.m.Scope) {
+			drop = append(drop, e)
+		}
+	}
+	for _, e := range drop {
+		s.removeLocked(e)
+		s.persistLocked(record{Op: opDel, m: Mitigation{ID: e.m.ID}})
+	}
+	if len(drop) > 0 {
+		s.log.Info("mitigations removed: the new allowlist covers them", "removed", len(drop))
+	}
+	return nil
 }
 
 // Delete removes the mitigation with the given ID, reporting whether it was
@@ -440,10 +550,22 @@ func (s *Store) Changes(since uint64) (added, deleted []Mitigation, cursor uint6
 // Shape is the characteristic list of held scopes, e.g. [ip.src] or
 // [http.cookies["session"] http.path]: a key an enforcement point must
 // compute for each request.
+//
+// A shape the store lists for scopes holding ip.src.prefix also carries the
+// held prefixes' length and family (Prefix): its Key masks the event's
+// address to that length rather than reading the event's own prefix, so a
+// manual ban of 198.18.0.0/16 or 2001:db8::/32 matches every address inside
+// it whatever prefix length the enricher is set to. The store lists one
+// shape per length in use.
 type Shape struct {
 	Names           []string // canonical, in scope order
 	Characteristics []characteristics.Characteristic
-	prefixes        [][]byte // per name: its uvarint length and the name, as Key hashes them
+	// Prefix is, for a shape holding ip.src.prefix, the held prefixes'
+	// length and address family (as a masked prefix of the zero address of
+	// that family, e.g. 0.0.0.0/16); invalid when the shape uses the event's
+	// own ip.src.prefix, as shapes from NewShape do.
+	Prefix   netip.Prefix
+	prefixes [][]byte // per name: its uvarint length and the name, as Key hashes them
 }
 
 // NewShape parses a list of characteristic names into a Shape.
@@ -462,11 +584,59 @@ func NewShape(names []string) (Shape, error) {
 	return sh, nil
 }
 
+// shapeOf returns the shape of a canonical scope: its names and, when it
+// holds ip.src.prefix, that prefix's length and family.
+func shapeOf(sc Scope) (Shape, error) {
+	sh, err := NewShape(sc.Names())
+	if err != nil {
+		return Shape{}, err
+	}
+	for _, p := range sc {
+		if p.Name == namePrefix {
+			pfx, err := netip.ParsePrefix(p.Value)
+			if err != nil {
+				return Shape{}, fmt.Errorf("mitigation: shape: %s: %w", namePrefix, err)
+			}
+			zero := netip.IPv4Unspecified()
+			if pfx.Addr().Is6() {
+				zero = netip.IPv6Unspecified()
+			}
+			sh.Prefix = netip.PrefixFrom(zero, pfx.Bits())
+		}
+	}
+	return sh, nil
+}
+
+// shapeID names a scope's shape: its names and, for ip.src.prefix, the
+// prefix length and family (the shape's Prefix).
+func shapeID(sc Scope) string {
+	var b []byte
+	for i, p := range sc {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, p.Name...)
+		if p.Name == namePrefix {
+			if pfx, err := netip.ParsePrefix(p.Value); err == nil {
+				b = append(b, 1)
+				if pfx.Addr().Is6() {
+					b = append(b, '6')
+				} else {
+					b = append(b, '4')
+				}
+				b = strconv.AppendInt(b, int64(pfx.Bits()), 10)
+			}
+		}
+	}
+	return string(b)
+}
+
 // Key computes the key of e's values for this shape (equal to Scope.Key of
 // the same pairs), using buf as scratch; buf is returned, possibly grown, for
-// reuse. ok is false when e lacks one of the characteristics: no scope holds
-// an empty value. It does not allocate once buf is large enough: the canonical
-// bytes are laid out in buf and hashed once.
+// reuse. ok is false when e lacks one of the characteristics (no scope holds
+// an empty value), or when the shape's Prefix is of the other address family
+// than e's address. It does not allocate once buf is large enough: the
+// canonical bytes are laid out in buf and hashed once.
 func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte, ok bool) {
 	if len(sh.prefixes) != len(sh.Characteristics) {
 		return 0, buf, false // not made by NewShape
@@ -475,7 +645,16 @@ func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte,
 	for i, c := range sh.Characteristics {
 		buf = append(buf, sh.prefixes[i]...)
 		start := len(buf)
-		buf = c.AppendValue(buf, e)
+		if c.Kind() == characteristics.KindPrefix && sh.Prefix.IsValid() {
+			a := e.IP.Unmap()
+			if !a.IsValid() || a.Is4() != sh.Prefix.Addr().Is4() {
+				return 0, buf, false
+			}
+			p, _ := a.WithZone("").Prefix(sh.Prefix.Bits())
+			buf = p.AppendTo(buf)
+		} else {
+			buf = c.AppendValue(buf, e)
+		}
 		n := len(buf) - start
 		if n == 0 {
 			return 0, buf, false
@@ -590,30 +769,42 @@ func (s *Store) removeLocked(e *entry) {
 }
 
 func (s *Store) shapeRefLocked(sc Scope, d int) {
-	names := sc.Names()
-	k := strings.Join(names, "\x00")
-	n := s.shapeRefs[k] + d
+	k := shapeID(sc)
+	r := s.shapeRefs[k]
 	switch {
-	case n > 0:
-		s.shapeRefs[k] = n
-		if n > 1 || d < 0 {
+	case r != nil && r.n+d > 0:
+		r.n += d
+		return
+	case r != nil:
+		delete(s.shapeRefs, k)
+	case d <= 0:
+		return
+	default:
+		sh, err := shapeOf(sc)
+		if err != nil { // cannot happen: held scopes are canonical
+			s.log.Error("mitigation: held scope names do not parse", "err", err)
 			return
 		}
-	default:
-		delete(s.shapeRefs, k)
+		s.shapeRefs[k] = &shapeRef{n: d, shape: sh}
 	}
 	// The set changed: publish a new list, leaving the old one to its readers.
 	list := make([]Shape, 0, len(s.shapeRefs))
-	for k := range s.shapeRefs {
-		sh, err := NewShape(strings.Split(k, "\x00"))
-		if err != nil { // cannot happen: held scopes are canonical
-			s.log.Error("mitigation: held scope names do not parse", "err", err)
-			continue
-		}
-		list = append(list, sh)
+	for _, r := range s.shapeRefs {
+		list = append(list, r.shape)
 	}
-	slices.SortFunc(list, func(a, b Shape) int { return slices.Compare(a.Names, b.Names) })
+	slices.SortFunc(list, func(a, b Shape) int {
+		if c := slices.Compare(a.Names, b.Names); c != 0 {
+			return c
+		}
+		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
+	})
 	s.shapes.Store(&list)
+}
+
+// shapeRef counts the held scopes of one shape.
+type shapeRef struct {
+	n     int
+	shape Shape
 }
 
 // persistLocked appends r to the journal; a failure is logged once until the

@@ -405,13 +405,14 @@ func TestMetricsRegistered(t *testing.T) {
 		`guardd_mitigation_evictions_total`:                  0,
 		`guardd_mitigation_allowlisted_total`:                0,
 		`guardd_mitigation_journal_errors_total`:             0,
+		`guardd_mitigation_state_files_set_aside_total`:      0,
 	} {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	if len(got) != 2*int(numActions)+3 {
-		t.Errorf("%d series, want %d: %v", len(got), 2*int(numActions)+3, got)
+	if len(got) != 2*int(numActions-1)+4 { // throttle is never a record
+		t.Errorf("%d series, want %d: %v", len(got), 2*int(numActions-1)+4, got)
 	}
 	if _, err := New(Config{}, reg, nil); err == nil {
 		t.Error("second New on one registry did not report the duplicate registration")
@@ -446,7 +447,7 @@ func TestConcurrent(t *testing.T) {
 		writers.Go(func() {
 			for i := range n {
 				now := t0.Add(time.Duration(i) * time.Millisecond)
-				m, ok, err := s.Add(Mitigation{Rule: fmt.Sprint("r", w), Action: Action(i % int(numActions)), Scope: scopes[i], Expires: now.Add(time.Duration(i%50+1) * time.Second)}, now)
+				m, ok, err := s.Add(Mitigation{Rule: fmt.Sprint("r", w), Action: Action(i % int(ActionThrottle)), Scope: scopes[i], Expires: now.Add(time.Duration(i%50+1) * time.Second)}, now)
 				if err != nil || !ok {
 					t.Errorf("Add: %v %v", ok, err)
 					return
@@ -522,4 +523,87 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestPrefixAnyLength: a prefix scope of any length, IPv4 or IPv6, covers
+// the addresses inside it, whatever prefix the event was enriched with.
+func TestPrefixAnyLength(t *testing.T) {
+	for _, tc := range []struct {
+		ban     string
+		in, out []string
+	}{
+		{"198.18.0.0/16", []string{"198.18.0.1", "198.18.255.254", "::ffff:198.18.7.7"}, []string{"198.19.0.1", "2001:db8::1"}},
+		{"198.51.100.128/25", []string{"198.51.100.200"}, []string{"198.51.100.127"}},
+		{"192.0.2.0/24", []string{"192.0.2.9"}, []string{"192.0.3.9"}},
+		{"203.0.113.7/32", []string{"203.0.113.7"}, []string{"203.0.113.8"}},
+		{"0.0.0.0/0", []string{"192.0.2.1"}, []string{"2001:db8::1"}},
+		{"2001:db8::/32", []string{"2001:db8:ffff::1", "2001:db8::"}, []string{"2001:db9::1", "198.18.0.1"}},
+		{"2001:db8:1:2::/64", []string{"2001:db8:1:2::99"}, []string{"2001:db8:1:3::99"}},
+		{"2001:db8:1:2:3::/80", []string{"2001:db8:1:2:3::1"}, []string{"2001:db8:1:2:4::1"}},
+		{"2001:db8::1/128", []string{"2001:db8::1"}, []string{"2001:db8::2"}},
+	} {
+		t.Run(tc.ban, func(t *testing.T) {
+			s := newStore(t, Config{})
+			want := mustAdd(t, s, Mitigation{Rule: "manual", Origin: "manual", Action: ActionBlock,
+				Scope: Scope{{"ip.src.prefix", tc.ban}}, Expires: t0.Add(time.Hour)}, t0)
+			// A rule's /24 (or /64) of another network: its own shape.
+			mustAdd(t, s, mit("r", ActionRateLimit, Scope{{"ip.src.prefix", "10.9.8.0/24"}}, time.Hour), t0)
+			match := func(ip string) bool {
+				a := netip.MustParseAddr(ip)
+				bits := 24
+				if a.Unmap().Is6() {
+					bits = 64
+				}
+				// The event's own prefix is what the enricher set: not the ban's.
+				pfx, _ := a.Unmap().Prefix(bits)
+				ev := &characteristics.Event{IP: a, Prefix: pfx}
+				buf := make([]byte, 0, 64)
+				for _, sh := range s.Shapes() {
+					var k uint64
+					var ok bool
+					if k, buf, ok = sh.Key(ev, buf); !ok {
+						continue
+					}
+					if m, hit := s.Lookup(k, t0); hit && m.ID == want.ID {
+						return true
+					}
+				}
+				return false
+			}
+			for _, ip := range tc.in {
+				if !match(ip) {
+					t.Errorf("%s not covered by %s", ip, tc.ban)
+				}
+			}
+			for _, ip := range tc.out {
+				if match(ip) {
+					t.Errorf("%s covered by %s", ip, tc.ban)
+				}
+			}
+		})
+	}
+}
+
+func TestAddAll(t *testing.T) {
+	s := newStore(t, Config{Allowlist: Allowlist{Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}})
+	mustAdd(t, s, mit("manual", ActionBlock, ipScope("203.0.113.9"), time.Minute), t0)
+	held, allowed, err := s.AddAll([]Mitigation{
+		mit("manual", ActionBlock, ipScope("203.0.113.7"), time.Hour),
+		mit("manual", ActionBlock, ipScope("192.0.2.1"), time.Hour),   // allowlisted
+		mit("manual", ActionBlock, ipScope("203.0.113.9"), time.Hour), // extends
+	}, t0)
+	if err != nil || allowed != 1 || len(held) != 2 {
+		t.Fatalf("AddAll = %v, %d, %v", held, allowed, err)
+	}
+	if held[0].ID != 2 || held[1].ID != 1 || !held[1].Expires.Equal(t0.Add(time.Hour)) || s.Len() != 2 {
+		t.Errorf("held %+v, Len %d", held, s.Len())
+	}
+	// One bad entry adds nothing and names its position.
+	_, _, err = s.AddAll([]Mitigation{
+		mit("manual", ActionBlock, ipScope("203.0.113.10"), time.Hour),
+		mit("manual", ActionBlock, ipScope("not an address"), time.Hour),
+	}, t0)
+	if err == nil || !strings.Contains(err.Error(), "#2") || s.Len() != 2 {
+		t.Errorf("AddAll with a bad entry: err %v, Len %d", err, s.Len())
+	}
 }

@@ -22,12 +22,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules/builtin"
 )
 
-// Actions and algorithms a rule may name, in the order error messages list them.
+// Actions and algorithms a rule may name, in the order error messages list
+// them: the actions are mitigation's one list.
 var (
-	Actions    = []string{"block", "rate_limit", "shadowban", "firewall", "log"}
+	Actions    = mitigation.Names()
 	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
 )
 
@@ -42,7 +45,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows", "burst", "shadow", "retry_jitter"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -53,8 +56,26 @@ type Rule struct {
 	Period            time.Duration
 	MitigationTimeout time.Duration
 	Requests          float64                         // requests_per_period
-	Action, Algorithm string                          // from Actions and Algorithms
+	Action            mitigation.Action               // one of Actions
+	Algorithm         string                          // from Algorithms
 	Score             *characteristics.Characteristic // nil = count 1 per request
+	// Distinct, when set, makes the rule count the distinct values of this
+	// characteristic per key (distinct paths per address) rather than
+	// requests; requests_per_period is then a number of distinct values.
+	Distinct *characteristics.Characteristic
+	// Windows are the rule's limits: Period and Requests first, then those
+	// of the windows: key. The rule trips when a key goes over any of them.
+	Windows []Window
+
+	// Burst is how many requests may arrive at once under token_bucket and
+	// gcra; 0 means Requests.
+	Burst float64
+	// Shadow (action throttle): count and decide, never refuse; what would
+	// have been refused is counted and logged.
+	Shadow bool
+	// RetryJitter (action throttle): a refused request's Retry-After gets a
+	// random extra in [0, RetryJitter], to spread the retries.
+	RetryJitter time.Duration
 
 	// Native reports that both expressions compiled to native predicates;
 	// otherwise the rule is evaluated by OPA on every event.
@@ -68,6 +89,12 @@ type Rule struct {
 	RequestTime bool
 
 	hasMitigate bool
+}
+
+// Window is one limit of a rule: Requests per Period.
+type Window struct {
+	Period   time.Duration
+	Requests float64
 }
 
 // Options configures Load. The zero value is usable.
@@ -238,7 +265,16 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 			continue
 		}
 		seen[r.Name] = r
-		r.RequestTime = requestTime(src.module, r)
+		var line int
+		var why string
+		r.RequestTime, line, why = requestTimeWhy(src.module, r)
+		if r.Action == mitigation.ActionThrottle && !r.RequestTime {
+			if line == 0 {
+				line = metaLine(src, strings.Fields(why)[0])
+			}
+			errs.add(src.file, cmp.Or(line, r.Line), "action throttle decides when a request arrives, but %s; a throttle rule may read only ip.*, http.host, method, path, query, user_agent, referer, headers, cookies and time", why)
+			continue
+		}
 		if clean {
 			rules = append(rules, r)
 			modules[src.file] = src.module
@@ -346,22 +382,52 @@ func parseRule(errs *errorList, src *source) *Rule {
 		}
 	}
 	r.Characteristics = meta.characteristics(custom)
-	r.Period = meta.duration(custom, "period", 0)
+	extra, hasWindows := meta.windows(custom)
+	_, hasPeriod := custom["period"]
+	_, hasRequests := custom["requests_per_period"]
+	if !hasWindows || hasPeriod || hasRequests {
+		r.Period = meta.duration(custom, "period", 0)
+		r.Requests = meta.number(custom, "requests_per_period")
+		r.Windows = append(r.Windows, Window{Period: r.Period, Requests: r.Requests})
+	}
+	r.Windows = append(r.Windows, extra...)
+	if len(r.Windows) > 0 {
+		r.Period, r.Requests = r.Windows[0].Period, r.Windows[0].Requests
+	}
 	r.MitigationTimeout = meta.duration(custom, "mitigation_timeout", DefaultMitigationTimeout)
-	r.Requests = meta.number(custom, "requests_per_period")
-	r.Action = meta.choice(custom, "action", "", Actions)
+	if a := meta.choice(custom, "action", "", Actions); a != "" {
+		r.Action, _ = mitigation.ParseAction(a)
+	}
 	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
 	r.Score = meta.score(custom)
+	r.Distinct = meta.distinct(custom, r)
+	mitigateLine := 0
 	for _, rule := range m.Rules {
 		switch rule.Head.Name.String() {
 		case "mitigate":
 			r.hasMitigate = true
+			mitigateLine = rule.Location.Row
 		}
 	}
+	meta.throttle(custom, r, mitigateLine)
 	if len(*errs) > n {
 		return nil
 	}
 	return r
+}
+
+// metaLine finds the line of a metadata key in src's package annotation,
+// or 0.
+func metaLine(src *source, key string) int {
+	if key == "characteristic" {
+		key = "characteristics"
+	}
+	for _, a := range src.module.Annotations {
+		if a.Scope == "package" && a.Location != nil {
+			return metaReader{src: src, row: a.Location.Row}.line(key)
+		}
+	}
+	return 0
 }
 
 // metaReader validates the custom: keys of one annotation.
@@ -485,6 +551,51 @@ func (mr metaReader) number(custom map[string]any, key string) float64 {
 	return f
 }
 
+// throttle reads burst, shadow and retry_jitter, and checks what a throttle
+// rule may not say.
+func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) {
+	if _, ok := custom["burst"]; ok {
+		r.Burst = mr.number(custom, "burst")
+		if r.Algorithm != "token_bucket" && r.Algorithm != "gcra" {
+			mr.fail("burst", "applies to algorithm token_bucket or gcra, not %s", r.Algorithm)
+		}
+	}
+	if v, ok := custom["shadow"]; ok {
+		b, isBool := v.(bool)
+		switch {
+		case !isBool:
+			mr.fail("shadow", "got %v; want true or false", v)
+		case r.Action != mitigation.ActionThrottle:
+			mr.fail("shadow", "applies to action throttle; to watch a detection rule without enforcing it, use action: log")
+		}
+		r.Shadow = b
+	}
+	if _, ok := custom["retry_jitter"]; ok {
+		r.RetryJitter = mr.duration(custom, "retry_jitter", 0)
+		if r.Action != mitigation.ActionThrottle {
+			mr.fail("retry_jitter", "applies to action throttle")
+		}
+	}
+	if r.Action != mitigation.ActionThrottle {
+		return
+	}
+	if _, ok := custom["windows"]; ok {
+		mr.fail("windows", "not for action throttle: write one throttle rule per limit; all are counted and the most restrictive decides")
+	}
+	if _, ok := custom["distinct"]; ok {
+		mr.fail("distinct", "not for action throttle: a throttle rule counts requests")
+	}
+	if _, ok := custom["mitigation_timeout"]; ok {
+		mr.fail("mitigation_timeout", "has no meaning for action throttle: a throttle rule refuses requests one by one and makes no mitigation")
+	}
+	if mitigateLine > 0 {
+		mr.errs.add(mr.src.file, mitigateLine, "a throttle rule refuses the requests its count expression counts; mitigate has no meaning for it")
+	}
+	if r.Algorithm == "sliding_log" && r.Requests > counting.MaxLogRequests {
+		mr.fail("requests_per_period", "%v: sliding_log keeps every event time and accepts at most %d; use sliding_window, token_bucket or gcra", r.Requests, counting.MaxLogRequests)
+	}
+}
+
 func (mr metaReader) choice(custom map[string]any, key, def string, accepted []string) string {
 	v, ok := custom[key]
 	if !ok {
@@ -522,6 +633,110 @@ func (mr metaReader) score(custom map[string]any) *characteristics.Characteristi
 		// a source variable, header or cookie holding a number
 	default:
 		mr.fail("score", "%s is not numeric; want http.request_time, http.bytes_sent, http.status, a log.<variable> or a header holding a number", c)
+		return nil
+	}
+	return &c
+}
+
+// maxWindows bounds the windows of one rule: each costs a table.
+const maxWindows = 4
+
+// windows reads windows: [{period: 5m, requests_per_period: 20}, ...].
+func (mr metaReader) windows(custom map[string]any) ([]Window, bool) {
+	v, ok := custom["windows"]
+	if !ok {
+		return nil, false
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		mr.fail("windows", "got %v; want a non-empty list such as [{period: 1h, requests_per_period: 10}]", v)
+		return nil, true
+	}
+	if len(list) > maxWindows {
+		mr.fail("windows", "%d windows; at most %d (each keeps a table of counters)", len(list), maxWindows)
+		return nil, true
+	}
+	var out []Window
+	for i, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok {
+			mr.fail("windows", "element %d is %v; want {period: <duration>, requests_per_period: <number>}", i+1, x)
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if k != "period" && k != "requests_per_period" {
+				mr.fail("windows", "element %d: unknown key %q; accepted: period, requests_per_period", i+1, k)
+			}
+		}
+		sub := metaReader{errs: mr.errs, src: mr.src, row: mr.row}
+		n := len(*mr.errs)
+		w := Window{Period: sub.windowDuration(m, i), Requests: sub.windowNumber(m, i)}
+		if len(*mr.errs) == n {
+			out = append(out, w)
+		}
+	}
+	return out, true
+}
+
+func (mr metaReader) windowDuration(m map[string]any, i int) time.Duration {
+	s, ok := m["period"].(string)
+	d, err := time.ParseDuration(s)
+	if !ok || err != nil || d <= 0 {
+		mr.fail("windows", "element %d: period %v is not a positive Go duration; want e.g. 5m, 1h", i+1, m["period"])
+		return 0
+	}
+	return d
+}
+
+func (mr metaReader) windowNumber(m map[string]any, i int) float64 {
+	var f float64
+	switch v := m["requests_per_period"].(type) {
+	case int:
+		f = float64(v)
+	case int64:
+		f = float64(v)
+	case uint64:
+		f = float64(v)
+	case float64:
+		f = v
+	case json.Number:
+		f, _ = v.Float64()
+	}
+	if !(f > 0) || math.IsInf(f, 0) {
+		mr.fail("windows", "element %d: requests_per_period %v; want a number > 0", i+1, m["requests_per_period"])
+		return 0
+	}
+	return f
+}
+
+// distinct reads distinct: <characteristic>.
+func (mr metaReader) distinct(custom map[string]any, r *Rule) *characteristics.Characteristic {
+	v, ok := custom["distinct"]
+	if !ok {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		mr.fail("distinct", "got %v; want one characteristic such as http.path (accepted: %s)", v, strings.Join(characteristics.Names(), ", "))
+		return nil
+	}
+	c, err := characteristics.Parse(strings.TrimSpace(s))
+	if err != nil {
+		mr.fail("distinct", "%v", err)
+		return nil
+	}
+	for _, k := range r.Characteristics {
+		if k == c {
+			mr.fail("distinct", "%s is also in characteristics; a key has one value of it, so it would always count 1", c)
+			return nil
+		}
+	}
+	if r.Score != nil {
+		mr.fail("distinct", "a rule counts distinct values or adds a score, not both; remove score or distinct")
+		return nil
+	}
+	if a, ok := custom["algorithm"]; ok && a != DefaultAlgorithm {
+		mr.fail("distinct", "distinct values are counted in a sliding window; algorithm %v does not apply (omit it or say %s)", a, DefaultAlgorithm)
 		return nil
 	}
 	return &c

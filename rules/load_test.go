@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/mitigation"
 )
 
 // wantOf reads the expected error substring from a bad file's first line,
@@ -100,7 +101,7 @@ func TestLoadGood(t *testing.T) {
 	want := Rule{
 		Name: "slow_upstream", Title: "Slow upstream per API key", File: "slow_upstream.good.rego",
 		Period: time.Minute, MitigationTimeout: 5 * time.Minute, Requests: 30,
-		Action: "rate_limit", Algorithm: "token_bucket",
+		Action: mitigation.ActionRateLimit, Algorithm: "token_bucket",
 	}
 	if su.Name != want.Name || su.Title != want.Title || su.File != want.File || su.Period != want.Period ||
 		su.MitigationTimeout != want.MitigationTimeout || su.Requests != want.Requests ||
@@ -224,4 +225,26 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLoadWindowsAndDistinct(t *testing.T) {
+	s, err := Load(os.DirFS("testdata/windows"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*Rule{}
+	for _, r := range s.Rules() {
+		byName[r.Name] = r
+	}
+	ls := byName["low_and_slow"]
+	if ls == nil || len(ls.Windows) != 2 || ls.Windows[1] != (Window{time.Hour, 10}) || ls.Period != 5*time.Minute || ls.Requests != 20 || ls.Distinct != nil {
+		t.Errorf("low_and_slow: %+v", ls)
+	}
+	dp := byName["distinct_paths"]
+	if dp == nil || dp.Distinct == nil || dp.Distinct.String() != "http.path" || len(dp.Windows) != 2 || dp.Windows[0] != (Window{time.Minute, 50}) {
+		t.Errorf("distinct_paths: %+v", dp)
+	}
+	if dp.RequestTime {
+		t.Errorf("distinct_paths counts on status, it is not request-time")
+	}
 }

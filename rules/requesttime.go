@@ -11,7 +11,7 @@ var requestPaths = [][]string{
 	{"ip", "src"}, {"ip", "prefix"}, {"ip", "asnum"}, {"ip", "country"}, {"ip", "port"},
 	{"http", "host"}, {"http", "method"}, {"http", "path"}, {"http", "query"},
 	{"http", "user_agent"}, {"http", "referer"}, {"http", "headers"}, {"http", "cookies"},
-	{"time"},
+	{"http", "norm"}, {"http", "args"}, {"http", "anomalies"}, {"time"},
 }
 
 // requestTime reports whether rule r, defined by module m, can be counted
@@ -21,30 +21,54 @@ var requestPaths = [][]string{
 // could read anything), or a reference to input that does not reach a
 // known request path (input, input.http bound to a variable) makes it false.
 func requestTime(m *ast.Module, r *Rule) bool {
+	ok, _, _ := requestTimeWhy(m, r)
+	return ok
+}
+
+// requestTimeWhy is requestTime, saying what is not known at request time
+// and on which line (0: the METADATA's).
+func requestTimeWhy(m *ast.Module, r *Rule) (ok bool, line int, why string) {
 	for _, c := range r.Characteristics {
 		if !c.KnownAtRequest() {
-			return false
+			return false, 0, "characteristic " + c.String() + " is not known when a request arrives"
 		}
 	}
 	if r.Score != nil && !r.Score.KnownAtRequest() {
-		return false
+		return false, 0, "score " + r.Score.String() + " is not known when a request arrives"
+	}
+	if r.Distinct != nil && !r.Distinct.KnownAtRequest() {
+		return false, 0, "distinct " + r.Distinct.String() + " is not known when a request arrives"
 	}
 	for _, imp := range m.Imports {
 		if ref, ok := imp.Path.Value.(ast.Ref); ok && (ref.HasPrefix(ast.InputRootRef) || ref.HasPrefix(ast.DefaultRootRef)) {
-			return false
+			return false, locRow(imp.Location), "import " + ref.String() + " may read anything"
 		}
 	}
-	ok := true
+	ok = true
 	ast.WalkRefs(m, func(ref ast.Ref) bool {
 		switch {
 		case ref.HasPrefix(ast.InputRootRef):
-			ok = ok && knownAtRequest(ref[1:])
+			if !knownAtRequest(ref[1:]) {
+				ok, why = false, ref.String()+" is not known when a request arrives"
+			}
 		case ref.HasPrefix(ast.DefaultRootRef):
-			ok = ok && ref.HasPrefix(m.Package.Path)
+			if !ref.HasPrefix(m.Package.Path) {
+				ok, why = false, ref.String()+" is outside the rule's package and may read anything"
+			}
+		}
+		if !ok && len(ref) > 0 {
+			line = locRow(ref[0].Location)
 		}
 		return !ok
 	})
-	return ok
+	return ok, line, why
+}
+
+func locRow(l *ast.Location) int {
+	if l == nil {
+		return 0
+	}
+	return l.Row
 }
 
 // knownAtRequest reports whether the input path p starts with one of

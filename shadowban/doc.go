@@ -9,4 +9,9 @@
 // ${id} (a random 16-hex-digit id), ${uuid}, ${now} (RFC 3339) and
 // ${unix} (seconds). Routes are tried in order; the default route answers
 // everything else (an empty 200 `{}` unless configured).
+//
+// An answer carries the route's status, Content-Type, Content-Length and the
+// configured headers (Config.Headers, then the route's; values take the same
+// placeholders), and nothing else: no Cache-Control or other header the real
+// application's answer could lack, which a careful abuser would notice.
 package shadowban

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,19 +18,44 @@ type Route struct {
 	Status      int               `yaml:"status"` // 0 means 200
 	ContentType string            `yaml:"content_type"`
 	Body        string            `yaml:"body"`
-	Headers     map[string]string `yaml:"headers"`
+	Headers     map[string]string `yaml:"headers"` // added to Config.Headers, replacing those of the same name
+
+	header [][2]string // Config.Headers then Headers, canonical names, sorted
 }
 
 // Config lists the routes; Default answers requests no route matches.
 type Config struct {
 	Routes  []Route `yaml:"routes"`
 	Default *Route  `yaml:"default"`
+	// Headers go on every answer: the headers the real application sends
+	// (nginx adds Server and Date itself). Nothing else is added but
+	// Content-Type and Content-Length.
+	Headers map[string]string `yaml:"headers"`
 }
 
 // Responder writes shadow-ban answers. It is safe for concurrent use.
 type Responder struct {
 	routes []Route
 	def    Route
+}
+
+// checkHeader refuses what would break the answer or give it away.
+func checkHeader(name, value string) error {
+	if name == "" || strings.IndexFunc(name, func(r rune) bool {
+		return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+	}) >= 0 {
+		return fmt.Errorf("header name %q: want an HTTP token such as X-Request-Id", name)
+	}
+	switch http.CanonicalHeaderKey(name) {
+	case "Content-Length", "Transfer-Encoding", "Connection":
+		return fmt.Errorf("header %s: set by the server, not configurable", name)
+	case "Content-Type":
+		return fmt.Errorf("header %s: use content_type", name)
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("header %s: value holds a line break or NUL", name)
+	}
+	return nil
 }
 
 // New validates cfg.
@@ -51,6 +77,20 @@ func New(cfg Config) (*Responder, error) {
 		if rt.Status < 200 || rt.Status > 299 {
 			return nil, fmt.Errorf("%s: status %d: a shadow ban answers with success, want 200 to 299", where, rt.Status)
 		}
+		merged := map[string]string{}
+		for _, hs := range []map[string]string{cfg.Headers, rt.Headers} {
+			for k, v := range hs {
+				if err := checkHeader(k, v); err != nil {
+					return nil, fmt.Errorf("%s: %w", where, err)
+				}
+				merged[http.CanonicalHeaderKey(k)] = v
+			}
+		}
+		rt.header = nil
+		for k, v := range merged {
+			rt.header = append(rt.header, [2]string{k, v})
+		}
+		slices.SortFunc(rt.header, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 		if i < len(all)-1 && !strings.HasPrefix(rt.Path, "/") {
 			return nil, fmt.Errorf("%s: path %q: want an absolute path, optionally ending in '*'", where, rt.Path)
 		}
@@ -84,17 +124,18 @@ func (r *Responder) Match(method, path string) *Route {
 	return &r.def
 }
 
-// Write answers w as the route for method and path says.
+// Write answers w as the route for method and path says: its status, its
+// configured headers, Content-Type, Content-Length and the body, nothing else
+// (no Cache-Control unless configured: the application's answer decides).
 func (r *Responder) Write(w http.ResponseWriter, method, path string, now time.Time) {
 	rt := r.Match(method, path)
 	body := expand(rt.Body, now)
 	h := w.Header()
-	for k, v := range rt.Headers {
-		h.Set(k, v)
+	for _, kv := range rt.header {
+		h.Set(kv[0], expand(kv[1], now))
 	}
 	h.Set("Content-Type", rt.ContentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(rt.Status)
 	if method != http.MethodHead {
 		w.Write([]byte(body))

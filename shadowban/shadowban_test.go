@@ -62,3 +62,62 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaders: an answer carries the configured headers, Content-Type and
+// Content-Length, and nothing else (in particular no Cache-Control the
+// application's answer would lack).
+func TestHeaders(t *testing.T) {
+	r, err := New(Config{
+		Headers: map[string]string{"x-frame-options": "DENY", "Cache-Control": "private"},
+		Routes:  []Route{{Path: "/api/*", Headers: map[string]string{"cache-control": "no-cache", "X-Api": "2", "Set-Cookie": "id=${id}"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path string
+		want map[string]string
+	}{
+		{"/api/x", map[string]string{"Cache-Control": "no-cache", "X-Api": "2", "Set-Cookie": "", "X-Frame-Options": "DENY", "Content-Type": "application/json", "Content-Length": "0"}},
+		{"/", map[string]string{"Cache-Control": "private", "X-Frame-Options": "DENY", "Content-Type": "application/json", "Content-Length": "2"}},
+	} {
+		w := httptest.NewRecorder()
+		r.Write(w, "GET", tt.path, time.Now())
+		if len(w.Header()) != len(tt.want) {
+			t.Errorf("%s: headers %v, want %v", tt.path, w.Header(), tt.want)
+		}
+		if c := w.Header().Get("Set-Cookie"); tt.path == "/api/x" && !regexp.MustCompile(`^id=[0-9a-f]{16}$`).MatchString(c) {
+			t.Errorf("Set-Cookie %q: placeholder not expanded", c)
+		}
+		for k, v := range tt.want {
+			if k == "Set-Cookie" {
+				continue
+			}
+			if got := w.Header().Get(k); got != v {
+				t.Errorf("%s: %s = %q, want %q", tt.path, k, got, v)
+			}
+		}
+	}
+	plain, _ := New(Config{})
+	w := httptest.NewRecorder()
+	plain.Write(w, "GET", "/", time.Now())
+	if len(w.Header()) != 2 || w.Header().Get("Cache-Control") != "" {
+		t.Errorf("unconfigured answer has headers %v, want only Content-Type and Content-Length", w.Header())
+	}
+}
+
+func TestHeaderErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Headers: map[string]string{"Bad Name": "x"}}, `shadowban.default: header name "Bad Name"`},
+		{Config{Routes: []Route{{Path: "/", Headers: map[string]string{"X-A": "a\r\nSet-Cookie: x"}}}}, "routes[0]: header X-A: value holds a line break"},
+		{Config{Headers: map[string]string{"content-length": "3"}}, "header content-length: set by the server"},
+		{Config{Headers: map[string]string{"Content-Type": "text/html"}}, "use content_type"},
+	} {
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,12 +15,8 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/bulk"
 )
-
-func init() {
-	register("decisions", "list, add or delete mitigations of a running daemon", runDecisions)
-	register("status", "show a running daemon's status", runStatus)
-}
 
 // adminHandler serves the admin API. Everything but /metrics and /healthz
 // needs the bearer token.
@@ -41,6 +32,7 @@ func (d *daemon) adminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, d.store.List(time.Now()))
 	}))
 	mux.HandleFunc("POST /v1/mitigations", d.auth(d.addMitigation))
+	mux.Handle("POST /v1/mitigations/bulk", d.auth((&bulk.Importer{Store: d.store, Log: d.log}).ServeHTTP))
 	mux.HandleFunc("DELETE /v1/mitigations/{id}", d.auth(func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 		if err != nil {
@@ -51,6 +43,7 @@ func (d *daemon) adminHandler() http.Handler {
 			apiError(w, http.StatusNotFound, "no active mitigation with that id")
 			return
 		}
+		d.log.Info("mitigation deleted", "id", id, "by", bulk.Actor(r))
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	return mux
@@ -155,6 +148,7 @@ func (d *daemon) addMitigation(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, "the allowlist covers that scope; it is never mitigated")
 		return
 	}
+	d.log.Info("mitigation added", "id", m.ID, "scope", m.Scope.String(), "action", m.Action.String(), "expires", m.Expires, "rule", m.Rule, "by", bulk.Actor(r))
 	writeJSON(w, http.StatusCreated, m)
 }
 
@@ -168,153 +162,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func apiError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
-}
-
-// adminClient talks to a running daemon's admin API.
-type adminClient struct {
-	base, token string
-	c           *http.Client
-}
-
-func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
-	configPath := fs.String("config", "", "read the admin address and token file from this configuration")
-	addr := fs.String("admin", "", "admin API address (default "+defaultAdmin+")")
-	tokenFile := fs.String("token-file", "", "admin token file (default "+defaultStateDir+"/admin.token)")
-	return func() (*adminClient, error) {
-		cfg, err := loadConfig(*configPath)
-		if err != nil {
-			return nil, err
-		}
-		if cfg.Mitigation.StateDir == "" {
-			cfg.Mitigation.StateDir = defaultStateDir
-		}
-		a := or(*addr, or(cfg.Admin.Listen, defaultAdmin))
-		tf := or(*tokenFile, or(cfg.Admin.TokenFile, cfg.Mitigation.StateDir+"/admin.token"))
-		b, err := os.ReadFile(tf)
-		if err != nil {
-			return nil, fmt.Errorf("admin token: %w", err)
-		}
-		return &adminClient{base: "http://" + a, token: strings.TrimSpace(string(b)), c: &http.Client{Timeout: 10 * time.Second}}, nil
-	}
-}
-
-func (a *adminClient) do(method, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, a.base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := a.c.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if resp.StatusCode >= 300 {
-		var e struct{ Error string }
-		json.Unmarshal(b, &e)
-		return fmt.Errorf("admin API: %s: %s", resp.Status, or(e.Error, strings.TrimSpace(string(b))))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
-func runDecisions(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: guardd decisions list|add|delete [flags]\n  add:    guardd decisions add --scope ip.src=203.0.113.7 --action block --duration 1h [--reason TEXT]\n  delete: guardd decisions delete ID")
-		return 2
-	}
-	verb := args[0]
-	fs := flag.NewFlagSet("decisions "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	client := adminFlags(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	var scopes stringList
-	fs.Var(&scopes, "scope", "characteristic=value (repeatable), e.g. ip.src=203.0.113.7")
-	action := fs.String("action", "block", "block, rate_limit, shadowban, firewall or log")
-	duration := fs.String("duration", "1h", "how long")
-	reason := fs.String("reason", "", "why, shown as the rule")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	a, err := client()
-	if err != nil {
-		fmt.Fprintln(stderr, "guardd decisions:", err)
-		return 1
-	}
-	switch verb {
-	case "list":
-		var ms []mitigation.Mitigation
-		if err := a.do("GET", "/v1/mitigations", nil, &ms); err != nil {
-			fmt.Fprintln(stderr, "guardd decisions:", err)
-			return 1
-		}
-		if *asJSON {
-			json.NewEncoder(stdout).Encode(ms)
-			return 0
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tACTION\tSCOPE\tRULE\tEXPIRES")
-		for _, m := range ms {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Action, m.Scope, m.Rule, m.Expires.UTC().Format(time.RFC3339))
-		}
-		tw.Flush()
-	case "add":
-		req := addRequest{Scope: map[string]string{}, Action: *action, Duration: *duration, Reason: *reason}
-		for _, s := range scopes {
-			k, v, ok := strings.Cut(s, "=")
-			if !ok {
-				fmt.Fprintf(stderr, "guardd decisions: --scope %q: want characteristic=value\n", s)
-				return 2
-			}
-			req.Scope[k] = v
-		}
-		var m mitigation.Mitigation
-		if err := a.do("POST", "/v1/mitigations", req, &m); err != nil {
-			fmt.Fprintln(stderr, "guardd decisions:", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "added %d: %s %s until %s\n", m.ID, m.Action, m.Scope, m.Expires.UTC().Format(time.RFC3339))
-	case "delete":
-		if fs.NArg() != 1 {
-			fmt.Fprintln(stderr, "usage: guardd decisions delete ID")
-			return 2
-		}
-		if err := a.do("DELETE", "/v1/mitigations/"+fs.Arg(0), nil, nil); err != nil {
-			fmt.Fprintln(stderr, "guardd decisions:", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, "deleted", fs.Arg(0))
-	default:
-		fmt.Fprintf(stderr, "guardd decisions: unknown verb %q: want list, add or delete\n", verb)
-		return 2
-	}
-	return 0
-}
-
-func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	client := adminFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	a, err := client()
-	if err != nil {
-		fmt.Fprintln(stderr, "guardd status:", err)
-		return 1
-	}
-	var st json.RawMessage
-	if err := a.do("GET", "/v1/status", nil, &st); err != nil {
-		fmt.Fprintln(stderr, "guardd status:", err)
-		return 1
-	}
-	var out bytes.Buffer
-	json.Indent(&out, st, "", "  ")
-	fmt.Fprintln(stdout, out.String())
-	return 0
 }

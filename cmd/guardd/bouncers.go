@@ -1,14 +1,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/mitigation/crowdsec"
 )
 
@@ -23,7 +24,7 @@ const bouncersUsage = `usage: guardd bouncers add [--config FILE] [--key-file FI
 Manages the API keys of CrowdSec bouncers polling guardd's CrowdSec-compatible
 API. add prints the new key once on stdout (guardd keeps only its SHA-256):
 put it in the bouncer's api_key. The key file is <state_dir>/` + crowdsec.KeyFileName + `
-(state_dir from the configuration's mitigation.state_dir, default ` + defaultStateDir + `);
+(state_dir from the configuration's mitigation.state_dir, default ` + config.DefaultStateDir + `);
 a running daemon rereads it at the next poll. Each bouncer instance needs its
 own key: the server remembers what it told each key.
 `
@@ -39,25 +40,12 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 	}
 	verb := args[0]
 	fl := flag.NewFlagSet("bouncers "+verb, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, bouncersUsage) }
 	configPath := fl.String("config", "", "read mitigation.state_dir from this configuration")
 	keyFile := fl.String("key-file", "", "the key file (default <state_dir>/"+crowdsec.KeyFileName+")")
 	// Flags may come before or after NAME.
-	var pos []string
-	rest := args[1:]
-	for {
-		if err := fl.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fl.Arg(0))
-		rest = fl.Args()[1:]
+	pos, code, done := parseFlags(fl, strings.TrimRight(bouncersUsage, "\n"), args[1:], stdout, stderr)
+	if done {
+		return code
 	}
 	wantArgs := 1
 	if verb == "list" {
@@ -69,14 +57,14 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 	}
 	path := *keyFile
 	if path == "" {
-		cfg, err := loadConfig(*configPath)
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "guardd bouncers: %v\n", err)
 			return 1
 		}
 		dir := cfg.Mitigation.StateDir
 		if dir == "" {
-			dir = defaultStateDir
+			dir = config.DefaultStateDir
 		}
 		path = filepath.Join(dir, crowdsec.KeyFileName)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/guardd/guardd/config"
 )
 
 // probeRule reads only the request, so decision.count counts it when nginx
@@ -120,7 +122,7 @@ func TestDecisionCount(t *testing.T) {
 func TestDecisionCountNeedsRequestID(t *testing.T) {
 	dir := t.TempDir()
 	writeCountConfig(t, dir, strings.TrimSuffix(countFormat, " $request_id"))
-	cfg, err := loadConfig(filepath.Join(dir, "guardd.yaml"))
+	cfg, err := config.Load(filepath.Join(dir, "guardd.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

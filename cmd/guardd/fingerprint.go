@@ -20,23 +20,17 @@ func init() {
 // are skipped and counted), 1 when a file could not be read, 2 on bad usage.
 func runFingerprint(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fingerprint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per line (the output contract)")
 	alpn := fs.String("ja4-alpn", "spec", "JA4 ALPN rule: spec (JA4.md as published) or legacy (FoxIO's Rust tool before August 2024)")
 	noJA4H := fs.Bool("no-ja4h", false, "leave ja4h empty (JA4H is under the FoxIO License 1.1, non-commercial)")
 	stats := fs.Bool("stats", false, "print per-file counters to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: guardd fingerprint [--json] [--ja4-alpn=spec|legacy] [--no-ja4h] [--stats] FILE...")
-		fmt.Fprintln(stderr, "\nPrints a record for every TLS ClientHello (over TCP or in QUIC Initials) and")
-		fmt.Fprintln(stderr, "every HTTP/1.x request in pcap or pcapng files, in capture order.")
-		fmt.Fprintln(stderr, "\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	const synopsis = `usage: guardd fingerprint [--json] [--ja4-alpn=spec|legacy] [--no-ja4h] [--stats] FILE...
+
+Prints a record for every TLS ClientHello (over TCP or in QUIC Initials) and
+every HTTP/1.x request in pcap or pcapng files, in capture order.`
+	files, code, done := parseFlags(fs, synopsis, args, stdout, stderr)
+	if done {
+		return code
 	}
 	cfg := sniff.Config{DisableJA4H: *noJA4H}
 	switch *alpn {
@@ -47,8 +41,8 @@ func runFingerprint(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "guardd fingerprint: --ja4-alpn %q: want spec or legacy\n", *alpn)
 		return 2
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if len(files) == 0 {
+		printUsage(fs, synopsis, stderr)
 		return 2
 	}
 
@@ -67,7 +61,7 @@ func runFingerprint(args []string, stdout, stderr io.Writer) int {
 		return append(dst, '\n')
 	}
 	status := 0
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		st, err := sniff.FormatFile(path, cfg, w, format)
 		// The file's lines are out before its messages on stderr.
 		if werr := w.Flush(); werr != nil {

@@ -60,7 +60,7 @@ func TestFingerprintFlags(t *testing.T) {
 		{"no files", []string{"--json"}, 2, "", "usage"},
 		{"missing file", []string{"--json", missing, tls13}, 1, `"proto":"tls"`, "missing.pcap"},
 		{"not a capture", []string{notPcap}, 1, "", "text.pcap"},
-		{"help", []string{"-h"}, 0, "", "usage"},
+		{"help", []string{"-h"}, 0, "usage", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

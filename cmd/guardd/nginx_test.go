@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -137,10 +138,15 @@ func TestNginxEndToEnd(t *testing.T) {
 
 	// The spammer's invitations go through until the rule trips, then get the
 	// fake success while the app sees none of them.
+	var realHeader http.Header
 	for i := range 4 {
-		if code, body := do(t, spammer, "POST", base+"/api/invite"); code != 200 || !strings.Contains(body, `"real":true`) {
-			t.Fatalf("invite %d: %d %q", i, code, body)
+		resp := doResp(t, spammer, "POST", base+"/api/invite")
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"real":true`) {
+			t.Fatalf("invite %d: %d %q", i, resp.StatusCode, b)
 		}
+		realHeader = resp.Header
 	}
 	waitUntil(t, "the spammer to be shadow-banned", func() bool {
 		before := inviteHits.Load()
@@ -156,6 +162,16 @@ func TestNginxEndToEnd(t *testing.T) {
 	if inviteHits.Load() != before {
 		t.Fatal("shadow-banned invitations reached the app")
 	}
+	// The fake answer carries the header names of the real one, no more, no
+	// fewer (shadowban.headers adds X-Frame-Options as the app does).
+	resp := doResp(t, spammer, "POST", base+"/api/invite")
+	resp.Body.Close()
+	if got, want := headerNames(resp.Header), headerNames(realHeader); got != want {
+		t.Errorf("shadow-ban answer has headers %s, the application's %s", got, want)
+	}
+	if resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("shadow-ban answer headers %v", resp.Header)
+	}
 	// Shadow-banned only where its rule's mitigation expression says (the
 	// count expression: POST /api/invite); other pages are served.
 	if code, body := do(t, spammer, "GET", base+"/"); code != 200 || !strings.Contains(body, "hello from the app") {
@@ -168,7 +184,7 @@ func TestNginxEndToEnd(t *testing.T) {
 	if rc := runDecisions(append([]string{"add", "--scope", "ip.src=127.0.0.8", "--action", "rate_limit", "--duration", "90s"}, admin...), &out, &errb); rc != 0 {
 		t.Fatal(errb.String())
 	}
-	resp := doResp(t, ordinary, "GET", base+"/")
+	resp = doResp(t, ordinary, "GET", base+"/")
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("RateLimit") == "" {
 		t.Fatalf("rate limited: %d %v", resp.StatusCode, resp.Header)
 	}
@@ -213,6 +229,8 @@ func startStack(t *testing.T, decision string) *stack {
 			io.WriteString(w, "wrong password\n")
 		case "/api/invite":
 			st.inviteHits.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Frame-Options", "DENY")
 			io.WriteString(w, `{"ok":true,"real":true}`)
 		default:
 			io.WriteString(w, "hello from the app\n")
@@ -235,6 +253,8 @@ log:
   format: %q
 %s
 shadowban:
+  headers:
+    X-Frame-Options: DENY
   routes:
     - method: POST
       path: /api/invite
@@ -317,6 +337,18 @@ func doResp(t *testing.T, c *http.Client, method, url string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// headerNames lists h's names, sorted, without the per-answer Date.
+func headerNames(h http.Header) string {
+	var names []string
+	for k := range h {
+		if k != "Date" {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
 }
 
 func do(t *testing.T, c *http.Client, method, url string) (int, string) {

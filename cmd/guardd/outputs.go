@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/mitigation/blocklist"
 	"github.com/guardd/guardd/mitigation/crowdsec"
 	"github.com/guardd/guardd/mitigation/nftables"
@@ -21,7 +22,7 @@ type output struct {
 // buildOutputs makes the configured firewall-facing components: the
 // CrowdSec bouncer API, blocklist feeds and the nginx geo file. Listeners are
 // opened here, so a taken port fails the start, not later.
-func (d *daemon) buildOutputs(cfg *Config) error {
+func (d *daemon) buildOutputs(cfg *config.Config) error {
 	if cfg.CrowdSec.Listen != "" {
 		cs := cfg.CrowdSec.Config
 		cs.KeyFile = filepath.Join(cfg.Mitigation.StateDir, crowdsec.KeyFileName)
@@ -46,11 +47,8 @@ func (d *daemon) buildOutputs(cfg *Config) error {
 		}
 		d.outputs = append(d.outputs, output{"blocklist", func(ctx context.Context) error { return serve(ctx, ln, h) }})
 	}
-	if cfg.Firewall.NFTables != nil {
-		pc, err := cfg.pusherConfig()
-		if err != nil {
-			return err
-		}
+	if _, ok := cfg.NFTables(); ok {
+		pc, _ := cfg.NFTables()
 		p, err := nftables.New(pc, d.store, d.reg, d.log)
 		if err != nil {
 			return fmt.Errorf("firewall.nftables: %w", err)

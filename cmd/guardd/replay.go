@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
@@ -38,11 +39,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain or gzip; give them oldest first.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	const synopsis = "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain, gzip or zstd; give them oldest first."
 	var (
 		configPath = fs.String("config", "", "configuration file (YAML)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per mitigation per line")
@@ -57,14 +54,15 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.Var(&ruleDirs, "rules", "directory of Rego rules (repeatable)")
 	fs.Var(&pcaps, "pcap", "capture (pcap or pcapng) of the same traffic: its TLS and HTTP fingerprints are joined to log lines by client address and port (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	logs, code, done := parseFlags(fs, synopsis, args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(logs) == 0 {
+		printUsage(fs, synopsis, stderr)
 		return 2
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
-	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
@@ -82,7 +80,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if *mmdb != "" {
 		cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = *mmdb, *mmdb
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
@@ -117,7 +115,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	st, err := replay.Run(ctx, rc, fs.Args())
+	st, err := replay.Run(ctx, rc, logs)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
@@ -152,7 +150,7 @@ type pipeline struct {
 	format   *nginxlog.Format
 }
 
-func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
+func buildPipeline(cfg *config.Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
 	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: reg}
 	var sets []*rules.Set
 	if !cfg.Rules.DisableBuiltin {
@@ -173,7 +171,7 @@ func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	allow, err := cfg.allowlist()
+	allow, err := cfg.Allowlist()
 	if err != nil {
 		return nil, err
 	}
@@ -183,11 +181,7 @@ func buildPipeline(cfg *Config, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{
-		PrefixV4: cfg.Characteristics.PrefixV4, PrefixV6: cfg.Characteristics.PrefixV6,
-		TrustedProxies: mustPrefixes(cfg.Characteristics.TrustedProxies),
-		ASNDatabase:    cfg.Characteristics.ASNDatabase, CountryDatabase: cfg.Characteristics.CountryDatabase,
-	})
+	en, err := characteristics.NewEnricher(cfg.Enrich())
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +238,7 @@ func writeMitigationsJSON(w io.Writer, ms []engine.Mitigation) {
 	enc.SetEscapeHTML(false)
 	for _, m := range ms {
 		enc.Encode(mitigationJSON{
-			Rule: m.Rule.Name, Action: m.Rule.Action, Scope: scopeJSON(m.Scope),
+			Rule: m.Rule.Name, Action: m.Rule.Action.String(), Scope: scopeJSON(m.Scope),
 			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
 			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
 		})

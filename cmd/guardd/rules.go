@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/builtin"
 )
@@ -24,7 +25,8 @@ const rulesUsage = `usage: guardd rules check [--builtin] [DIR...]
 
 check validates the rules (*.rego, not *_test.rego) under each DIR and prints
 them; test runs their Rego unit tests (test_* rules, usually in *_test.rego)
-as 'opa test' does. --builtin adds the library embedded in guardd.
+as 'opa test' does. --builtin adds the library embedded in guardd; --config
+FILE adds the rules that configuration loads.
 `
 
 // ruleSource is one place rules are read from: a directory or the built-in
@@ -45,20 +47,26 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 	}
 	verb := args[0]
 	fl := flag.NewFlagSet("rules "+verb, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, rulesUsage) }
 	useBuiltin := fl.Bool("builtin", false, "include the rule library embedded in guardd")
-	if err := fl.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	configPath := fl.String("config", "", "also take the rules a configuration loads: its rules.dirs, and the built-in library unless rules.disable_builtin")
+	dirs, code, done := parseFlags(fl, strings.TrimRight(rulesUsage, "\n"), args[1:], stdout, stderr)
+	if done {
+		return code
+	}
+	if *configPath != "" {
+		cfg, err := config.Load(*configPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "guardd rules %s: %v\n", verb, err)
+			return 1
 		}
-		return 2
+		dirs = append(dirs, cfg.Rules.Dirs...)
+		*useBuiltin = *useBuiltin || !cfg.Rules.DisableBuiltin
 	}
 	var srcs []ruleSource
 	if *useBuiltin {
 		srcs = append(srcs, ruleSource{name: "builtin", fsys: builtin.FS})
 	}
-	for _, dir := range fl.Args() {
+	for _, dir := range dirs {
 		st, err := os.Stat(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "guardd rules %s: %v\n", verb, err)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/sniff"
@@ -32,6 +34,7 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision"
 	"github.com/guardd/guardd/mitigation/decision/http1"
+	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/rules/engine"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -40,18 +43,16 @@ func init() {
 	register("run", "run the daemon: tail nginx logs, count, and answer nginx at request time", runDaemon)
 }
 
-const (
-	defaultStateDir = "/var/lib/guardd"
-	defaultDecision = "127.0.0.1:9480"
-	defaultAdmin    = "127.0.0.1:9481"
-)
-
 func runDaemon(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "/etc/guardd/guardd.yaml", "configuration file (YAML)")
+	configPath := fs.String("config", defaultConfigPath, "configuration file (YAML)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	pos, code, done := parseFlags(fs, "usage: guardd run [--config FILE] [--log-level LEVEL]\n\nRuns the daemon: follows nginx's access logs, counts, trips rules, and answers\nnginx's auth_request.", args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(stderr, "guardd run: takes no arguments; did you mean --config", pos[0]+"?")
 		return 2
 	}
 	var lv slog.Level
@@ -60,7 +61,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd run:", err)
 		return 1
@@ -84,7 +85,7 @@ type daemon struct {
 	path    string
 	log     *slog.Logger
 	reg     *prometheus.Registry
-	cfg     atomic.Pointer[Config]
+	cfg     atomic.Pointer[config.Config]
 	pipe    atomic.Pointer[pipeline]
 	store   *mitigation.Store
 	dec     *decision.Handler
@@ -108,19 +109,23 @@ type daemonMetrics struct {
 	events, parseErrors *prometheus.CounterVec
 	trips, matches      *prometheus.CounterVec
 	reloadOK, reloadTS  prometheus.Gauge
+	restart             prometheus.Gauge
 }
 
-func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*daemon, error) {
+func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *prometheus.Registry) (*daemon, error) {
 	if len(cfg.Sources.Nginx.Paths) == 0 {
 		return nil, errors.New("config: sources.nginx.paths: no access logs to follow")
 	}
 	if cfg.Mitigation.StateDir == "" {
-		cfg.Mitigation.StateDir = defaultStateDir
+		cfg.Mitigation.StateDir = config.DefaultStateDir
 	}
 	if err := os.MkdirAll(cfg.Mitigation.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("mitigation.state_dir: %w", err)
 	}
 	d := &daemon{path: path, log: logger, reg: reg, started: time.Now()}
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w)
+	}
 	d.cfg.Store(cfg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.m = daemonMetrics{
@@ -129,13 +134,14 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 		matches:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_matches_total", Help: "Events that matched a rule's counting expression and were counted."}, []string{"rule"}),
 		trips:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_trips_total", Help: "Times a rule went over its limit and created or extended a mitigation."}, []string{"rule", "action"}),
 		reloadOK:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded."}),
+		restart:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Components whose configuration changed at the last reload and apply it only on a restart."}),
 		reloadTS:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
 	}
 	d.m.events.WithLabelValues(characteristics.SourceNginxLog.String())
 	d.m.parseErrors.WithLabelValues(characteristics.SourceNginxLog.String())
-	reg.MustRegister(d.m.events, d.m.parseErrors, d.m.matches, d.m.trips, d.m.reloadOK, d.m.reloadTS)
+	reg.MustRegister(d.m.events, d.m.parseErrors, d.m.matches, d.m.trips, d.m.reloadOK, d.m.reloadTS, d.m.restart)
 
-	allow, err := cfg.allowlist()
+	allow, err := cfg.Allowlist()
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +165,13 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 		}
 		counter = &requestCounter{d: d}
 	}
+	limits, err := throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys, Registerer: reg, Logger: logger})
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
 	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Counter: counter,
-		ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
+		Throttle: limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
 		d.store.Close()
 		return nil, err
@@ -212,21 +223,15 @@ func newDaemon(path string, cfg *Config, logger *slog.Logger, reg *prometheus.Re
 	return d, nil
 }
 
-func (d *daemon) checkpointPath() string {
-	cfg := d.cfg.Load()
-	if cfg.Sources.Nginx.Checkpoint != "" {
-		return cfg.Sources.Nginx.Checkpoint
-	}
-	return filepath.Join(cfg.Mitigation.StateDir, "tail.json")
-}
+func (d *daemon) checkpointPath() string { return d.cfg.Load().Checkpoint() }
 
 // build makes the rules, engine and parsers of cfg; trips go to the store.
-func (d *daemon) build(cfg *Config) (*pipeline, error) {
+func (d *daemon) build(cfg *config.Config) (*pipeline, error) {
 	p, err := buildPipeline(cfg, d.log, d.reg)
 	if err != nil {
 		return nil, err
 	}
-	allow, _ := cfg.allowlist()
+	allow, _ := cfg.Allowlist()
 	eng, err := engine.New(engine.Config{Rules: p.rules, MaxKeys: cfg.Counting.MaxKeys, OnTrip: d.trip,
 		Allowed: func(sc []characteristics.Field) bool { return allow.Allows(toScope(sc)) }})
 	if err != nil {
@@ -243,10 +248,7 @@ func (d *daemon) build(cfg *Config) (*pipeline, error) {
 
 // trip turns a rule going over its limit into a mitigation.
 func (d *daemon) trip(tr engine.Trip) {
-	action, err := mitigation.ParseAction(tr.Rule.Action)
-	if err != nil {
-		return // validated at load
-	}
+	action := tr.Rule.Action
 	now := time.Now()
 	if !tr.Expires.After(now) {
 		return // an old line from a backlog: the mitigation would already be over
@@ -278,11 +280,11 @@ func (d *daemon) reloaded(ok bool) {
 func (d *daemon) listen() error {
 	cfg := d.cfg.Load()
 	var err error
-	if d.decisionLn, err = net.Listen("tcp", or(cfg.Decision.Listen, defaultDecision)); err != nil {
+	if d.decisionLn, err = net.Listen("tcp", or(cfg.Decision.Listen, config.DefaultDecisionListen)); err != nil {
 		d.store.Close()
 		return fmt.Errorf("decision.listen: %w", err)
 	}
-	if d.adminLn, err = net.Listen("tcp", or(cfg.Admin.Listen, defaultAdmin)); err != nil {
+	if d.adminLn, err = net.Listen("tcp", or(cfg.Admin.Listen, config.DefaultAdminListen)); err != nil {
 		d.decisionLn.Close()
 		d.store.Close()
 		return fmt.Errorf("admin.listen: %w", err)
@@ -501,40 +503,85 @@ func (d *daemon) fingerprint() string {
 	return b.String()
 }
 
-// reload parses and validates everything first, and swaps only on success.
+// reload parses and validates everything first, builds the new rules and
+// enrichment, and only then hands the new configuration to every component.
 func (d *daemon) reload() {
-	cfg, err := loadConfig(d.path)
-	if err == nil {
-		var p *pipeline
-		if p, err = d.build(cfg); err == nil {
-			old := d.pipe.Swap(p)
-			oldCfg := d.cfg.Swap(cfg)
-			d.dec.SetRules(p.rules)
-			old.enricher.Close()
-			d.reloaded(true)
-			d.log.Info("reloaded", "rules", len(p.rules.Rules()))
-			if !sameListeners(oldCfg, cfg) {
-				d.log.Warn("listen addresses, log paths and state_dir change only on restart")
-			}
-			return
-		}
+	cfg, err := config.Load(d.path)
+	if err != nil {
+		d.reloaded(false)
+		d.log.Error("reload failed; keeping the running configuration", "err", err)
+		return
 	}
-	d.reloaded(false)
-	d.log.Error("reload failed; keeping the running configuration", "err", err)
+	p, err := d.build(cfg)
+	if err != nil {
+		d.reloaded(false)
+		d.log.Error("reload failed; keeping the running configuration", "err", err)
+		return
+	}
+	for _, w := range cfg.Warnings() {
+		d.log.Warn(w)
+	}
+	old := d.cfg.Load()
+	rep := config.Reload(d.reloaders(p), old, cfg)
+	d.cfg.Store(cfg)
+	for _, r := range rep.Restart {
+		d.log.Warn("configuration change not applied until a restart", "change", r)
+	}
+	for _, err := range rep.Failed {
+		d.log.Error("reload: component did not apply the configuration", "err", err)
+	}
+	// A change that waits for a restart is not a successful reload.
+	d.reloaded(rep.OK())
+	d.m.restart.Set(float64(len(rep.Restart)))
+	d.log.Info("reloaded", "rules", len(p.rules.Rules()), "applied", rep.Applied, "restart", len(rep.Restart))
 }
 
-func sameListeners(a, b *Config) bool {
-	return a.Decision == b.Decision && a.Admin.Listen == b.Admin.Listen &&
-		strings.Join(a.Sources.Nginx.Paths, "\x00") == strings.Join(b.Sources.Nginx.Paths, "\x00") &&
-		a.Mitigation.StateDir == b.Mitigation.StateDir
+// reloaders are the components that take part in a reload, p being the
+// rules and enrichment already built from the new configuration.
+func (d *daemon) reloaders(p *pipeline) []config.Reloader {
+	return []config.Reloader{
+		{Name: "rules", Apply: func(_, _ *config.Config) error {
+			if err := d.dec.SetRules(p.rules); err != nil {
+				p.enricher.Close()
+				return err
+			}
+			old := d.pipe.Swap(p)
+			old.enricher.Close()
+			return nil
+		}},
+		{Name: "daemon", Apply: func(o, n *config.Config) error {
+			var fields []string
+			diff := func(name string, changed bool) {
+				if changed {
+					fields = append(fields, name)
+				}
+			}
+			diff("decision.listen", o.Decision.Listen != n.Decision.Listen)
+			diff("decision.loops", o.Decision.Loops != n.Decision.Loops)
+			diff("decision.shed_after", o.Decision.ShedAfter != n.Decision.ShedAfter)
+			diff("decision.count", o.Decision.Count != n.Decision.Count)
+			diff("decision.throttle_shadow", o.Decision.ThrottleShadow != n.Decision.ThrottleShadow)
+			diff("admin", o.Admin != n.Admin)
+			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
+			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)
+			diff("mitigation.max_entries", o.Mitigation.MaxEntries != n.Mitigation.MaxEntries)
+			diff("mitigation.allowlist", !reflect.DeepEqual(o.Mitigation.Allowlist, n.Mitigation.Allowlist))
+			diff("fingerprint", !reflect.DeepEqual(o.Fingerprint, n.Fingerprint))
+			diff("shadowban", !reflect.DeepEqual(o.Shadowban, n.Shadowban))
+			diff("crowdsec", !reflect.DeepEqual(o.CrowdSec, n.CrowdSec))
+			diff("blocklist", !reflect.DeepEqual(o.Blocklist, n.Blocklist))
+			diff("firewall", !reflect.DeepEqual(o.Firewall, n.Firewall))
+			if len(fields) > 0 {
+				return config.NeedsRestart(fields...)
+			}
+			return nil
+		}},
+	}
 }
 
 // loadToken reads the admin token, creating it (0600) on first start.
-func loadToken(cfg *Config) (string, error) {
-	path := cfg.Admin.TokenFile
-	if path == "" {
-		path = filepath.Join(cfg.Mitigation.StateDir, "admin.token")
-	}
+func loadToken(cfg *config.Config) (string, error) {
+	path := cfg.TokenFile()
 	b, err := os.ReadFile(path)
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); len(t) >= 16 {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/guardd/guardd/config"
 )
 
 const testRule = `# METADATA
@@ -42,7 +44,7 @@ mitigate if true
 // test login rule when there is none) and keeps state in dir/state. extra is
 // YAML appended for what a test adds (top-level keys the base does not use,
 // or a whole decision: key, which replaces the base's).
-func writeTestConfig(t *testing.T, dir, extra string) {
+func writeTestConfig(t testing.TB, dir, extra string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(dir, "rules")); err != nil {
 		os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
@@ -76,13 +78,13 @@ type testDaemon struct {
 	config string
 }
 
-func startDaemon(t *testing.T, dir string) *testDaemon {
+func startDaemon(t testing.TB, dir string) *testDaemon {
 	t.Helper()
 	td := &testDaemon{dir: dir, log: filepath.Join(dir, "access.log"), config: filepath.Join(dir, "guardd.yaml")}
 	if _, err := os.Stat(td.config); err != nil {
 		writeTestConfig(t, dir, "")
 	}
-	cfg, err := loadConfig(td.config)
+	cfg, err := config.Load(td.config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func startDaemon(t *testing.T, dir string) *testDaemon {
 	return td
 }
 
-func (td *testDaemon) stop(t *testing.T) {
+func (td *testDaemon) stop(t testing.TB) {
 	td.cancel()
 	if err := <-td.done; err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/ingest/replay"
-	"github.com/guardd/guardd/ingest/replay/loggen"
 )
 
 // BenchmarkReplay replays a combined-format log with the built-in rules and

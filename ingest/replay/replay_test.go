@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
-	"github.com/guardd/guardd/ingest/replay/loggen"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision/http1"
+	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -45,6 +46,9 @@ const (
 type Store interface {
 	Lookup(key uint64, now time.Time) (mitigation.Mitigation, bool)
 	Shapes() []mitigation.Shape
+	// Allowlisted reports whether the request's client must receive no
+	// action, whatever the scope of the mitigations its keys would find.
+	Allowlisted(ev *characteristics.Event) bool
 }
 
 // Counter counts a request when it arrives. The daemon's engine is one: it
@@ -64,6 +68,10 @@ type Config struct {
 	// are looked up, so the request that trips a rule is already
 	// mitigated. nil: requests are counted from the log only.
 	Counter Counter
+	// Throttle builds the request-time limits of the rules' throttle
+	// rules (action: throttle); nil: a throttle.Limiter with local counters
+	// and metrics on Registerer.
+	Throttle *throttle.Limiter
 	// ShedAfter sheds load: a decide request that has waited longer than
 	// this in guardd (behind slow decisions on its event loop) is answered
 	// "shed" without evaluation, which /v1/respond renders as a 503 with
@@ -82,6 +90,7 @@ type Handler struct {
 	enricher *characteristics.Enricher
 	shadow   *shadowban.Responder
 	counter  Counter
+	limiter  *throttle.Limiter
 	now      func() time.Time
 	log      *slog.Logger
 	shed     time.Duration
@@ -90,15 +99,17 @@ type Handler struct {
 }
 
 type ruleState struct {
-	set   *rules.Set
-	index map[string]int
-	rules []*rules.Rule
+	set    *rules.Set
+	index  map[string]int
+	rules  []*rules.Rule
+	limits *throttle.Rules // the throttle rules of set; nil when none
 }
 
 type scratch struct {
 	ev  characteristics.Event
 	m   rules.Matches
 	buf []byte
+	hdr []byte // a header value
 }
 
 // New validates cfg.
@@ -129,22 +140,40 @@ func New(cfg Config) (*Handler, error) {
 	if h.shadow == nil {
 		h.shadow, _ = shadowban.New(shadowban.Config{})
 	}
-	h.pool.New = func() any { return &scratch{buf: make([]byte, 0, 512)} }
-	h.SetRules(cfg.Rules)
+	h.pool.New = func() any { return &scratch{buf: make([]byte, 0, 512), hdr: make([]byte, 0, 256)} }
+	h.limiter = cfg.Throttle
+	if h.limiter == nil {
+		var err error
+		if h.limiter, err = throttle.New(throttle.Config{Registerer: cfg.Registerer, Logger: h.log}); err != nil {
+			return nil, err
+		}
+	}
 	h.m = newMetrics(cfg.Registerer)
+	if err := h.SetRules(cfg.Rules); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
-// SetRules replaces the rules, after a reload.
-func (h *Handler) SetRules(set *rules.Set) {
+// SetRules replaces the rules, after a reload. If the throttle rules'
+// counters cannot be made, nothing changes.
+func (h *Handler) SetRules(set *rules.Set) error {
 	st := &ruleState{set: set, index: map[string]int{}}
 	if set != nil {
 		st.rules = set.Rules()
 		for i, r := range st.rules {
 			st.index[r.Name] = i
 		}
+		limits, err := h.limiter.Build(set)
+		if err != nil {
+			return fmt.Errorf("decision: %w", err)
+		}
+		if limits.Len() > 0 {
+			st.limits = limits
+		}
 	}
 	h.state.Store(st)
+	return nil
 }
 
 // ServeHTTP1 routes /v1/decide and /v1/respond; it is the handler of the
@@ -165,11 +194,14 @@ type Decision struct {
 	Action  mitigation.Action // ActionLog means allow
 	Allow   bool
 	Rule    string
-	Retry   time.Duration // until the mitigation ends
+	Retry   time.Duration // until the mitigation ends, or the throttle admits
 	Limit   float64       // the rule's requests per window, for RateLimit-Policy
 	Window  time.Duration
 	Shed    bool
 	Expires time.Time
+	// Throttle is what the throttle rules said: when Matched on an allowed
+	// request, its RateLimit headers go on the answer.
+	Throttle throttle.Verdict
 }
 
 func (h *Handler) decide(w *http1.Response, r *http1.Request) {
@@ -190,6 +222,13 @@ func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 		return
 	}
 	if d.Allow {
+		if d.Throttle.Matched {
+			// For nginx to pass on (auth_request_set + add_header ... always).
+			s.hdr = d.Throttle.AppendRateLimit(s.hdr[:0])
+			w.AddHeader("RateLimit", s.hdr)
+			s.hdr = d.Throttle.AppendPolicy(s.hdr[:0])
+			w.AddHeader("RateLimit-Policy", s.hdr)
+		}
 		w.SetStatus(http.StatusNoContent)
 		h.m.observe(outcomeAllow, start)
 		return
@@ -213,14 +252,26 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
 	h.enricher.Enrich(ev)
+	if h.store.Allowlisted(ev) {
+		// Never an action for an allowlisted client, whatever the scope
+		// (country, ASN, user agent ...), and no request-time count.
+		return Decision{Allow: true}, nil
+	}
 	if h.counter != nil {
 		h.counter.CountRequest(ev)
 	}
 	st := h.state.Load()
 	// The rules' mitigation expressions matter only for a request whose key
 	// has a rule's mitigation: evaluated then, once. Most requests have no
-	// mitigation at all and skip them.
+	// mitigation at all and skip them. Throttle rules need their count
+	// expressions on every request.
 	evaluated := false
+	var tv throttle.Verdict
+	if st.limits != nil {
+		st.set.Eval(ev, &s.m)
+		evaluated = true
+		tv, s.buf = st.limits.Decide(ev, &s.m, now, s.buf)
+	}
 	best := Decision{Allow: true}
 	var bestM mitigation.Mitigation
 	for _, sh := range h.store.Shapes() {
@@ -245,7 +296,7 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 				continue
 			}
 		}
-		if best.Allow || strength(m.Action) > strength(bestM.Action) {
+		if best.Allow || m.Action.Stronger(bestM.Action) {
 			bestM = m
 			best = Decision{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Retry: m.Expires.Sub(now)}
 			if ri, known := st.index[m.Rule]; known {
@@ -253,22 +304,13 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 			}
 		}
 	}
-	return best, nil
-}
-
-// strength orders actions as the store does: a block beats a rate limit.
-func strength(a mitigation.Action) int {
-	switch a {
-	case mitigation.ActionRateLimit:
-		return 1
-	case mitigation.ActionShadowBan:
-		return 2
-	case mitigation.ActionBlock:
-		return 3
-	case mitigation.ActionFirewall:
-		return 4
+	if tv.Refused && (best.Allow || mitigation.ActionThrottle.Stronger(bestM.Action)) {
+		r := tv.Rule
+		best = Decision{Action: mitigation.ActionThrottle, Rule: r.Name, Retry: time.Duration(tv.RetrySeconds()) * time.Second,
+			Limit: r.Requests, Window: r.Period}
 	}
-	return 0
+	best.Throttle = tv
+	return best, nil
 }
 
 // readRequest fills ev from the auth subrequest.
@@ -415,7 +457,7 @@ func parseDecision(s string) (parsedDecision, error) {
 	parts := strings.Split(s, ";")
 	p.action = parts[0]
 	switch p.action {
-	case "block", "firewall", "rate_limit", "shadowban", "shed":
+	case "block", "firewall", "rate_limit", "throttle", "shadowban", "shed":
 	default:
 		return p, fmt.Errorf("decision: unknown action %q", p.action)
 	}
@@ -464,15 +506,19 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		uri = r.Target
 	}
 	hd := w.Header()
-	hd.Set("Cache-Control", "no-store")
+	if p.action != "shadowban" {
+		// A refusal must not be cached; a shadow-ban answer carries only
+		// what the application's would (see shadowban.Config.Headers).
+		hd.Set("Cache-Control", "no-store")
+	}
 	retry := strconv.FormatInt(p.retry, 10)
 	switch p.action {
 	case "block", "firewall":
 		http.Error(w, "Forbidden", http.StatusForbidden)
-	case "rate_limit":
-		// draft-ietf-httpapi-ratelimit-headers: the current state (nothing
-		// left, reset in t) always; the policy (quota per window) when a
-		// rule set one (a manual mitigation has none).
+	case "rate_limit", "throttle":
+		// draft-ietf-httpapi-ratelimit-headers-11: the current state
+		// (nothing left, reset in t) always; the policy (quota per window)
+		// when a rule set one (a manual mitigation has none).
 		hd.Set("Retry-After", retry)
 		hd.Set("RateLimit", fmt.Sprintf(`"%s";r=0;t=%s`, policyName(p.rule), retry))
 		if p.q != "" {
@@ -515,12 +561,13 @@ const (
 	outcomeRateLimit
 	outcomeShadowBan
 	outcomeFirewall
+	outcomeThrottle
 	outcomeShed
 	outcomeInvalid
 	numOutcomes
 )
 
-var outcomes = [numOutcomes]string{"allow", "block", "rate_limit", "shadowban", "firewall", "shed", "invalid"}
+var outcomes = [numOutcomes]string{"allow", "block", "rate_limit", "shadowban", "firewall", "throttle", "shed", "invalid"}
 
 func outcomeOf(a mitigation.Action) outcome {
 	switch a {
@@ -532,6 +579,8 @@ func outcomeOf(a mitigation.Action) outcome {
 		return outcomeShadowBan
 	case mitigation.ActionFirewall:
 		return outcomeFirewall
+	case mitigation.ActionThrottle:
+		return outcomeThrottle
 	}
 	return outcomeAllow
 }

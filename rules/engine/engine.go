@@ -7,6 +7,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 )
 
@@ -14,6 +15,12 @@ import (
 // a fleet-wide tier can be another.
 type Counter interface {
 	Add(key uint64, n float64, now int64) counting.Result
+}
+
+// DistinctCounter is what the engine needs of a counter of distinct values
+// (a rule with distinct: in its metadata).
+type DistinctCounter interface {
+	AddDistinct(key, value uint64, now int64) counting.Result
 }
 
 // Config configures an Engine.
@@ -52,6 +59,9 @@ type Engine struct {
 	onTrip   func(Trip)
 	allowed  func([]characteristics.Field) bool
 
+	// distinct[i] is rule i's counter when the rule counts distinct values.
+	distinct []DistinctCounter
+
 	mu     sync.Mutex
 	active []map[uint64]*Active // per rule: key -> mitigation state
 }
@@ -77,11 +87,27 @@ func New(cfg Config) (*Engine, error) {
 	}
 	rs := cfg.Rules.Rules()
 	e := &Engine{set: cfg.Rules, rules: rs, onTrip: cfg.OnTrip, allowed: cfg.Allowed,
-		counters: make([]Counter, len(rs)), active: make([]map[uint64]*Active, len(rs))}
+		counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs)), active: make([]map[uint64]*Active, len(rs))}
 	for i, r := range rs {
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
 		if err != nil {
 			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
+		}
+		e.active[i] = make(map[uint64]*Active)
+		if len(r.Windows) > 1 || r.Distinct != nil {
+			ws := make([]counting.Window, len(r.Windows))
+			for j, w := range r.Windows {
+				ws[j] = counting.Window{Period: w.Period, Requests: w.Requests}
+			}
+			w, err := counting.NewWindows(alg, ws, r.Distinct != nil, cfg.MaxKeys)
+			if err != nil {
+				return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
+			}
+			e.counters[i] = w
+			if r.Distinct != nil {
+				e.distinct[i] = w
+			}
+			continue
 		}
 		t, err := counting.NewTable(counting.Config{
 			Limit:   counting.Limit{Algorithm: alg, Period: r.Period, Requests: r.Requests},
@@ -91,7 +117,6 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
 		}
 		e.counters[i] = t
-		e.active[i] = make(map[uint64]*Active)
 	}
 	return e, nil
 }
@@ -108,6 +133,7 @@ type Match struct {
 	Count    bool    // the counting expression matched
 	Mitigate bool    // the mitigation expression matched
 	N        float64 // what to add: 1, or the rule's score
+	Value    uint64  // for a distinct rule, the hash of the distinct value
 	Key      uint64
 	KeyOff   uint32 // the key's characteristic values in Matches.Keys
 	KeyLen   uint32
@@ -131,6 +157,9 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	e.set.Eval(ev, &m.eval)
 	n0 := len(m.Items)
 	for i, r := range e.rules {
+		if r.Action == mitigation.ActionThrottle {
+			continue // counted and decided per request by the decision API
+		}
 		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
 		if !cnt && !mit {
 			continue
@@ -149,6 +178,23 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 			m.Keys = m.Keys[:off]
 			continue
 		}
+		var value uint64
+		if d := r.Distinct; d != nil && cnt {
+			// Without the value there is nothing to count; the key may
+			// still be mitigated.
+			if d.Present(ev) {
+				end := len(m.Keys)
+				m.Keys = d.AppendValue(m.Keys, ev)
+				value = counting.Hash(m.Keys[end:])
+				m.Keys = m.Keys[:end]
+			} else {
+				cnt = false
+				if !mit {
+					m.Keys = m.Keys[:off]
+					continue
+				}
+			}
+		}
 		n := 1.0
 		if r.Score != nil {
 			if v, ok := r.Score.Num(ev); ok {
@@ -159,7 +205,7 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		}
 		key := m.Keys[off:]
 		m.Items = append(m.Items, Match{
-			Rule: int32(i), Count: cnt, Mitigate: mit, N: n,
+			Rule: int32(i), Count: cnt, Mitigate: mit, N: n, Value: value,
 			Key: counting.Hash(key), KeyOff: uint32(off), KeyLen: uint32(len(key)),
 		})
 	}
@@ -186,7 +232,12 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool)
 		if !it.Count || it.N == 0 {
 			continue
 		}
-		res := e.counters[it.Rule].Add(it.Key, it.N, now)
+		var res counting.Result
+		if d := e.distinct[it.Rule]; d != nil {
+			res = d.AddDistinct(it.Key, it.Value, now)
+		} else {
+			res = e.counters[it.Rule].Add(it.Key, it.N, now)
+		}
 		if !res.Exceeded {
 			continue
 		}
@@ -261,7 +312,10 @@ func (e *Engine) Expire(t time.Time) int {
 // evicted to stay under their caps.
 func (e *Engine) Keys() (keys int, evictions uint64) {
 	for _, c := range e.counters {
-		if t, ok := c.(*counting.Table); ok {
+		if t, ok := c.(interface {
+			Len() int
+			Evictions() uint64
+		}); ok {
 			keys += t.Len()
 			evictions += t.Evictions()
 		}

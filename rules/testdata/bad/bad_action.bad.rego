@@ -1,4 +1,4 @@
-# want: bad_action.bad.rego:9: metadata action: unexpected value ban; accepted: block, rate_limit, shadowban, firewall, log
+# want: bad_action.bad.rego:9: metadata action: unexpected value ban; accepted: log, block, rate_limit, shadowban, firewall, throttle
 
 # METADATA
 # title: x

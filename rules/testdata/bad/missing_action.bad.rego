@@ -1,4 +1,4 @@
-# want: missing_action.bad.rego:3: metadata action: missing; accepted: block, rate_limit, shadowban, firewall, log
+# want: missing_action.bad.rego:3: metadata action: missing; accepted: log, block, rate_limit, shadowban, firewall, throttle
 
 # METADATA
 # title: x

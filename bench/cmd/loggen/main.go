@@ -1,7 +1,7 @@
 // Command loggen writes a synthetic labelled nginx access log (see package
-// ingest/replay/loggen) for benchmarks and demos.
+// bench/loggen) for benchmarks and demos.
 //
-//	go run ./bench/loggen -benign 3000 -format combined -o access.log
+//	go run ./bench/cmd/loggen -benign 3000 -format combined -o access.log
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/guardd/guardd/ingest/replay/loggen"
+	"github.com/guardd/guardd/bench/loggen"
 )
 
 func main() {

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/bulk"
+)
+
+func init() {
+	register("decisions", "list, add, delete, import or export mitigations of a running daemon", runDecisions)
+	register("status", "show a running daemon's status", runStatus)
+}
+
+// defaultConfigPath is where the Debian package puts the configuration; the
+// client commands read it when it exists and --config is not given.
+const defaultConfigPath = "/etc/guardd/guardd.yaml"
+
+const decisionsUsage = `usage: guardd decisions <verb> [flags] [arguments]
+
+verbs:
+  list                     the active mitigations (--json: one JSON object per line)
+  add --scope C=V ...      add one mitigation (--action, --duration, --reason)
+  delete ID...             delete mitigations by ID
+  import FILE              add many at once from JSON lines, CSV or a list of addresses/CIDRs ("-" reads stdin)
+  export [FILE]            write the active mitigations as JSON lines, CSV or a list
+
+Every verb takes --config FILE (default ` + defaultConfigPath + ` when present), --admin ADDR and
+--token-file FILE to find the daemon. Run 'guardd decisions <verb> -h' for a verb's flags.`
+
+// adminClient talks to a running daemon's admin API.
+type adminClient struct {
+	base, token, actor string
+	c                  *http.Client
+}
+
+// adminFlags registers the flags that find the daemon and returns the
+// function that, once flags are parsed, reads the configuration and token.
+func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
+	configPath := fs.String("config", "", "read the admin address and token file from this configuration (default "+defaultConfigPath+" when present)")
+	addr := fs.String("admin", "", "admin API address (default: admin.listen, else "+config.DefaultAdminListen+")")
+	tokenFile := fs.String("token-file", "", "admin token file (default: admin.token_file, else <mitigation.state_dir>/admin.token, "+config.DefaultStateDir+"/admin.token)")
+	return func() (*adminClient, error) {
+		path := *configPath
+		if path == "" {
+			if _, err := os.Stat(defaultConfigPath); err == nil {
+				path = defaultConfigPath
+			}
+		}
+		cfg, err := config.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Mitigation.StateDir == "" {
+			cfg.Mitigation.StateDir = config.DefaultStateDir
+		}
+		a := or(*addr, or(cfg.Admin.Listen, config.DefaultAdminListen))
+		tf := or(*tokenFile, or(cfg.Admin.TokenFile, cfg.Mitigation.StateDir+"/admin.token"))
+		b, err := os.ReadFile(tf)
+		if err != nil {
+			return nil, fmt.Errorf("admin token: %w (run as a user who may read it, e.g. with sudo, or give --token-file)", err)
+		}
+		return &adminClient{base: "http://" + a, token: strings.TrimSpace(string(b)), actor: actorName(),
+			c: &http.Client{Timeout: 5 * time.Minute}}, nil
+	}
+}
+
+// actorName says who runs the CLI, for the daemon's log: user@host.
+func actorName() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if s := os.Getenv("SUDO_USER"); s != "" {
+		name = s + " (sudo)"
+	}
+	h, _ := os.Hostname()
+	return name + "@" + h
+}
+
+func (a *adminClient) do(method, path string, body io.Reader, out any) error {
+	req, err := http.NewRequest(method, a.base+path, body)
+	if err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set(bulk.ActorHeader, a.actor)
+	resp, err := a.c.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		json.Unmarshal(b, &e)
+		return fmt.Errorf("admin API: %s: %s", resp.Status, or(e.Error, strings.TrimSpace(string(b))))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func (a *adminClient) doJSON(method, path string, body, out any) error {
+	b, _ := json.Marshal(body)
+	return a.do(method, path, bytes.NewReader(b), out)
+}
+
+func runDecisions(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, decisionsUsage)
+		return 2
+	}
+	verb := args[0]
+	switch verb {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, decisionsUsage)
+		return 0
+	}
+	fs := flag.NewFlagSet("decisions "+verb, flag.ContinueOnError)
+	client := adminFlags(fs)
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "guardd decisions "+verb+":", err)
+		return 1
+	}
+	switch verb {
+	case "list":
+		asJSON := fs.Bool("json", false, "print one JSON object per mitigation per line: {\"id\",\"rule\",\"action\",\"scope\",\"created\",\"expires\",\"origin\"}")
+		pos, code, done := parseFlags(fs, "usage: guardd decisions list [--json] [flags]", args[1:], stdout, stderr)
+		if done {
+			return code
+		}
+		if len(pos) > 0 {
+			fmt.Fprintln(stderr, "guardd decisions list: takes no arguments")
+			return 2
+		}
+		a, err := client()
+		if err != nil {
+			return fail(err)
+		}
+		var ms []mitigation.Mitigation
+		if err := a.do("GET", "/v1/mitigations", nil, &ms); err != nil {
+			return fail(err)
+		}
+		if *asJSON {
+			if _, err := bulk.Write(stdout, bulk.JSONLines, ms); err != nil {
+				return fail(err)
+			}
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tACTION\tSCOPE\tRULE\tEXPIRES")
+		for _, m := range ms {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Action, m.Scope, m.Rule, m.Expires.UTC().Format(time.RFC3339))
+		}
+		tw.Flush()
+	case "add":
+		var scopes stringList
+		fs.Var(&scopes, "scope", "characteristic=value (repeatable, at least one), e.g. ip.src=203.0.113.7 or ip.src.prefix=198.51.100.0/24")
+		action := fs.String("action", "block", "block, rate_limit, shadowban, firewall or log")
+		duration := fs.String("duration", "1h", "how long, a Go duration such as 30m or 24h")
+		reason := fs.String("reason", "", "why; the mitigation's rule reads \"manual: REASON\"")
+		pos, code, done := parseFlags(fs, "usage: guardd decisions add --scope C=V [--scope C=V ...] [--action A] [--duration D] [--reason TEXT] [flags]", args[1:], stdout, stderr)
+		if done {
+			return code
+		}
+		if len(pos) > 0 || len(scopes) == 0 {
+			fmt.Fprintln(stderr, "usage: guardd decisions add --scope C=V [--scope C=V ...] [--action A] [--duration D] [--reason TEXT]")
+			return 2
+		}
+		req := addRequest{Scope: map[string]string{}, Action: *action, Duration: *duration, Reason: *reason}
+		for _, s := range scopes {
+			k, v, ok := strings.Cut(s, "=")
+			if !ok {
+				fmt.Fprintf(stderr, "guardd decisions add: --scope %q: want characteristic=value\n", s)
+				return 2
+			}
+			req.Scope[k] = v
+		}
+		a, err := client()
+		if err != nil {
+			return fail(err)
+		}
+		var m mitigation.Mitigation
+		if err := a.doJSON("POST", "/v1/mitigations", req, &m); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "added %d: %s %s until %s\n", m.ID, m.Action, m.Scope, m.Expires.UTC().Format(time.RFC3339))
+	case "delete":
+		pos, code, done := parseFlags(fs, "usage: guardd decisions delete [flags] ID...", args[1:], stdout, stderr)
+		if done {
+			return code
+		}
+		if len(pos) == 0 {
+			fmt.Fprintln(stderr, "usage: guardd decisions delete [flags] ID...")
+			return 2
+		}
+		a, err := client()
+		if err != nil {
+			return fail(err)
+		}
+		for _, id := range pos {
+			if err := a.do("DELETE", "/v1/mitigations/"+id, nil, nil); err != nil {
+				return fail(fmt.Errorf("%s: %w", id, err))
+			}
+			fmt.Fprintln(stdout, "deleted", id)
+		}
+	case "import":
+		format := fs.String("format", "", "jsonl, csv or list (default: from the file name: .csv, .txt/.list, else jsonl)")
+		action := fs.String("action", "block", "action for records that name none")
+		duration := fs.String("duration", "", "how long, for records without expires or duration (required for a list)")
+		rule := fs.String("rule", "import", "rule name for records that name none")
+		pos, code, done := parseFlags(fs, `usage: guardd decisions import [--format jsonl|csv|list] [--action A] [--duration D] [--rule NAME] [flags] FILE
+
+Adds every mitigation in FILE at once, or none if a line is bad. FILE ("-" for
+stdin) holds JSON lines (what 'export' and 'list --json' write), CSV with a
+header row (columns: scope or value, and optionally characteristic, action,
+duration, expires, rule, reason), or a list of addresses and CIDRs, one a line.
+A bare value is an ip.src address, or an ip.src.prefix CIDR.`, args[1:], stdout, stderr)
+		if done {
+			return code
+		}
+		if len(pos) != 1 {
+			fmt.Fprintln(stderr, "usage: guardd decisions import [flags] FILE")
+			return 2
+		}
+		d := bulk.Defaults{Rule: *rule}
+		var err error
+		if d.Action, err = mitigation.ParseAction(*action); err != nil {
+			fmt.Fprintln(stderr, "guardd decisions import: --action:", err)
+			return 2
+		}
+		if *duration != "" {
+			if d.Duration, err = time.ParseDuration(*duration); err != nil || d.Duration <= 0 {
+				fmt.Fprintf(stderr, "guardd decisions import: --duration %q: want a positive Go duration such as 30m or 24h\n", *duration)
+				return 2
+			}
+		}
+		f := bulk.FormatOf(pos[0])
+		if *format != "" {
+			if f, err = bulk.ParseFormat(*format); err != nil {
+				fmt.Fprintln(stderr, "guardd decisions import: --format:", err)
+				return 2
+			}
+		}
+		in := io.Reader(os.Stdin)
+		if pos[0] != "-" {
+			file, err := os.Open(pos[0])
+			if err != nil {
+				return fail(err)
+			}
+			defer file.Close()
+			in = file
+		}
+		ms, err := bulk.Read(in, f, d, time.Now())
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", pos[0], err))
+		}
+		a, err := client()
+		if err != nil {
+			return fail(err)
+		}
+		var body bytes.Buffer
+		if _, err := bulk.Write(&body, bulk.JSONLines, ms); err != nil {
+			return fail(err)
+		}
+		var res bulk.ImportResult
+		if err := a.do("POST", "/v1/mitigations/bulk", &body, &res); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "imported %d mitigations", res.Added)
+		if res.Allowlisted > 0 {
+			fmt.Fprintf(stdout, "; %d refused by the allowlist", res.Allowlisted)
+		}
+		fmt.Fprintln(stdout)
+	case "export":
+		format := fs.String("format", "", "jsonl, csv or list (default: from the file name, else jsonl)")
+		pos, code, done := parseFlags(fs, `usage: guardd decisions export [--format jsonl|csv|list] [flags] [FILE]
+
+Writes the active mitigations to FILE (default stdout) as JSON lines, CSV or a
+list of addresses and CIDRs (single-address and single-prefix scopes only).`, args[1:], stdout, stderr)
+		if done {
+			return code
+		}
+		if len(pos) > 1 {
+			fmt.Fprintln(stderr, "usage: guardd decisions export [flags] [FILE]")
+			return 2
+		}
+		f := bulk.JSONLines
+		if len(pos) == 1 {
+			f = bulk.FormatOf(pos[0])
+		}
+		if *format != "" {
+			var err error
+			if f, err = bulk.ParseFormat(*format); err != nil {
+				fmt.Fprintln(stderr, "guardd decisions export: --format:", err)
+				return 2
+			}
+		}
+		a, err := client()
+		if err != nil {
+			return fail(err)
+		}
+		var ms []mitigation.Mitigation
+		if err := a.do("GET", "/v1/mitigations", nil, &ms); err != nil {
+			return fail(err)
+		}
+		out := stdout
+		if len(pos) == 1 && pos[0] != "-" {
+			file, err := os.Create(pos[0])
+			if err != nil {
+				return fail(err)
+			}
+			defer file.Close()
+			out = file
+		}
+		skipped, err := bulk.Write(out, f, ms)
+		if err != nil {
+			return fail(err)
+		}
+		if skipped > 0 {
+			fmt.Fprintf(stderr, "guardd decisions export: %d mitigations whose scope is not one address or prefix left out of the list\n", skipped)
+		}
+		if c, ok := out.(*os.File); ok && out != stdout {
+			if err := c.Close(); err != nil {
+				return fail(err)
+			}
+		}
+	default:
+		fmt.Fprintf(stderr, "guardd decisions: unknown verb %q: want list, add, delete, import or export\n", verb)
+		return 2
+	}
+	return 0
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	client := adminFlags(fs)
+	pos, code, done := parseFlags(fs, "usage: guardd status [flags]\n\nPrints a running daemon's status as JSON.", args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(stderr, "guardd status: takes no arguments")
+		return 2
+	}
+	a, err := client()
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd status:", err)
+		return 1
+	}
+	var st json.RawMessage
+	if err := a.do("GET", "/v1/status", nil, &st); err != nil {
+		fmt.Fprintln(stderr, "guardd status:", err)
+		return 1
+	}
+	var out bytes.Buffer
+	json.Indent(&out, st, "", "  ")
+	fmt.Fprintln(stdout, out.String())
+	return 0
+}

@@ -1,0 +1,115 @@
+package decision
+
+import (
+	"net/http"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/decision/http1"
+	"github.com/guardd/guardd/rules"
+)
+
+const apiThrottle = `# METADATA
+# title: API per client
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: 3
+#   action: throttle
+#   algorithm: gcra
+package guardd.rules.api
+
+count if startswith(input.http.path, "/api/")
+`
+
+func throttleHandler(t testing.TB, at *time.Time) *Handler {
+	t.Helper()
+	set, err := rules.Load(fstest.MapFS{"api.rego": {Data: []byte(apiThrottle)}, "login.rego": {Data: []byte(loginRule)}}, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := mitigation.New(mitigation.Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionBlock, Origin: "api",
+		Scope: mitigation.Scope{{Name: "ip.src", Value: "198.51.100.1"}}, Expires: now.Add(time.Hour)}, now)
+	h, err := New(Config{Store: store, Rules: set, Now: func() time.Time { return *at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestThrottle: allowed answers carry RateLimit with a falling remaining
+// and RateLimit-Policy; the request over the limit gets 401 with a throttle
+// decision, which /v1/respond renders as 429 with the exact Retry-After; a
+// block outranks a throttle.
+func TestThrottle(t *testing.T) {
+	at := now
+	h := throttleHandler(t, &at)
+	url := serve(t, h)
+	for i, want := range []string{`"api";r=2;t=20`, `"api";r=1;t=40`, `"api";r=0;t=60`} {
+		resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.1", "GET", "/api/items", ""))
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("RateLimit") != want || resp.Header.Get("RateLimit-Policy") != `"api";q=3;w=60` {
+			t.Fatalf("request %d: %d RateLimit=%q Policy=%q, want 204 %q", i+1, resp.StatusCode, resp.Header.Get("RateLimit"), resp.Header.Get("RateLimit-Policy"), want)
+		}
+	}
+	resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.1", "GET", "/api/items", ""))
+	dec := resp.Header.Get(HeaderDecision)
+	if resp.StatusCode != http.StatusUnauthorized || dec != "throttle;retry=20;rule=api;q=3;w=60" {
+		t.Fatalf("over the limit: %d %q", resp.StatusCode, dec)
+	}
+	hd := http.Header{}
+	hd.Set(HeaderDecision, dec)
+	resp, _ = get(t, "GET", url+"/v1/respond", hd)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "20" ||
+		resp.Header.Get("RateLimit") != `"api";r=0;t=20` || resp.Header.Get("RateLimit-Policy") != `"api";q=3;w=60` {
+		t.Fatalf("respond: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Another client, another path: unaffected, no headers off the API.
+	if resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.2", "GET", "/api/items", "")); resp.StatusCode != 204 || resp.Header.Get("RateLimit") != `"api";r=2;t=20` {
+		t.Errorf("another client: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.1", "GET", "/", "")); resp.StatusCode != 204 || resp.Header.Get("RateLimit") != "" {
+		t.Errorf("another path: %d %v", resp.StatusCode, resp.Header)
+	}
+	// 20 seconds on (the clock the handler reads), the next is admitted.
+	at = now.Add(20 * time.Second)
+	if resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.1", "GET", "/api/items", "")); resp.StatusCode != 204 {
+		t.Errorf("after Retry-After: %d", resp.StatusCode)
+	}
+	// A blocked client over its throttle gets the block.
+	var w http1.Response
+	for range 5 {
+		w = http1.Response{}
+		h.ServeHTTP1(&w, decideReq("198.51.100.1", "GET", "/api/x", ""))
+	}
+	d, err := h.Decide(decideReq("198.51.100.1", "GET", "/api/x", ""), h.pool.Get().(*scratch), at)
+	if err != nil || d.Action != mitigation.ActionBlock {
+		t.Errorf("blocked and throttled: %v %v", d.Action, err)
+	}
+}
+
+func TestThrottleAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	at := now
+	h := throttleHandler(t, &at)
+	s := h.pool.Get().(*scratch)
+	r1 := decideReq("192.0.2.1", "GET", "/api/items", "")
+	h.Decide(r1, s, at)
+	// Allowed and refused (three a minute, one a second).
+	if n := testing.AllocsPerRun(200, func() {
+		d, _ := h.Decide(r1, s, at)
+		s.hdr = d.Throttle.AppendRateLimit(s.hdr[:0])
+		s.hdr = d.Throttle.AppendPolicy(s.hdr[:0])
+		s.buf = d.appendEncoded(s.buf[:0])
+		at = at.Add(time.Second)
+	}); n != 0 {
+		t.Errorf("throttled decide allocates %v times", n)
+	}
+}

@@ -1,0 +1,381 @@
+package throttle
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/rules"
+)
+
+// Counter counts one throttle rule's requests per key and judges them under
+// the rule's limit. *counting.Table is one; a fleet-wide tier (local counts
+// plus flushed deltas) is another. Admit records the request only when it
+// fits under the limit (a refused request costs the client nothing, as in
+// nginx limit_req or GCRA), and must be safe for concurrent use, must not
+// block on the network, and should not allocate: it runs on the decision
+// API's event loops, once per matching rule per request.
+//
+// key is the XXH64 hash of the rule's characteristic values (counting.Hash
+// over the values each followed by 0xff), the same on every node; n is the
+// request's size (1, or the rule's score); now is the request's time in
+// unix nanoseconds. The Result's Exceeded, Remaining, RetryAfter and Reset
+// become the answer and its headers.
+type Counter interface {
+	Admit(key uint64, n float64, now int64) counting.Result
+}
+
+// NewCounter makes the Counter of one throttle rule whose limit is l.
+// Config.NewCounter nil means a local counting.Table of Config.MaxKeys.
+type NewCounter func(r *rules.Rule, l counting.Limit) (Counter, error)
+
+// Config configures a Limiter. The zero value is usable.
+type Config struct {
+	// NewCounter makes each rule's counter; nil: local counting.Tables.
+	NewCounter NewCounter
+	// MaxKeys caps each local table; 0 means counting's default.
+	MaxKeys int
+	// Shadow puts every throttle rule in shadow mode: counted and decided,
+	// never enforced. A rule's own shadow: true does the same for it.
+	Shadow     bool
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Limiter builds the request-time limits of a rule set, keeping each rule's
+// counts across reloads while its limit is unchanged.
+type Limiter struct {
+	cfg  Config
+	log  *slog.Logger
+	mu   sync.Mutex
+	last *Rules // the counters of the last Build, reused by the next
+	m    *metrics
+}
+
+// New validates cfg and registers the metrics.
+func New(cfg Config) (*Limiter, error) {
+	if cfg.MaxKeys < 0 {
+		return nil, errors.New("throttle: negative MaxKeys")
+	}
+	l := &Limiter{cfg: cfg, log: cfg.Logger}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if l.m, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Rules is the limiter's state for one rule set; it does not change once
+// built, and a reload builds another.
+type Rules struct {
+	set   *rules.Set
+	rules []limitRule
+	lim   *Limiter
+}
+
+type limitRule struct {
+	index   int // in set.Rules()
+	rule    *rules.Rule
+	limit   counting.Limit
+	counter Counter
+	shadow  bool
+	jitter  int64
+	name    string // the rule's name, safe inside a structured-field string
+	policy  []byte // `"name";q=Q;w=W`
+	m       *ruleMetrics
+}
+
+// Build makes the limits of set's throttle rules. A rule whose name and
+// limit were in the last Build keeps its counter, and so its counts.
+func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rs := &Rules{set: set, lim: l}
+	if set == nil {
+		l.last = rs
+		return rs, nil
+	}
+	for i, r := range set.Rules() {
+		if r.Action != mitigation.ActionThrottle {
+			continue
+		}
+		alg, err := counting.ParseAlgorithm(r.Algorithm)
+		if err != nil {
+			return nil, fmt.Errorf("throttle: rule %s: %w", r.Name, err)
+		}
+		lim := counting.Limit{Algorithm: alg, Period: r.Period, Requests: r.Requests, Burst: r.Burst}
+		lr := limitRule{index: i, rule: r, limit: lim, shadow: r.Shadow || l.cfg.Shadow, jitter: int64(r.RetryJitter),
+			name: PolicyName(r.Name), m: l.m.rule(r.Name)}
+		if old := l.last.find(r.Name); old != nil && old.limit == lim {
+			lr.counter = old.counter
+		} else if lr.counter, err = l.newCounter(r, lim); err != nil {
+			return nil, fmt.Errorf("throttle: rule %s: %w", r.Name, err)
+		}
+		lr.policy = AppendPolicy(nil, lr.name, lim)
+		rs.rules = append(rs.rules, lr)
+	}
+	l.last = rs
+	return rs, nil
+}
+
+func (l *Limiter) newCounter(r *rules.Rule, lim counting.Limit) (Counter, error) {
+	if l.cfg.NewCounter != nil {
+		return l.cfg.NewCounter(r, lim)
+	}
+	return counting.NewTable(counting.Config{Limit: lim, MaxKeys: l.cfg.MaxKeys})
+}
+
+func (rs *Rules) find(name string) *limitRule {
+	if rs == nil {
+		return nil
+	}
+	for i := range rs.rules {
+		if rs.rules[i].rule.Name == name {
+			return &rs.rules[i]
+		}
+	}
+	return nil
+}
+
+// Set is the rule set rs was built from: the Matches handed to Decide must
+// come from its Eval.
+func (rs *Rules) Set() *rules.Set { return rs.set }
+
+// Len is the number of throttle rules.
+func (rs *Rules) Len() int {
+	if rs == nil {
+		return 0
+	}
+	return len(rs.rules)
+}
+
+// Sweep drops the idle keys of the local counters (see counting.Table.Sweep).
+func (rs *Rules) Sweep(now time.Time) {
+	for i := range rs.rules {
+		if s, ok := rs.rules[i].counter.(interface{ Sweep(int64) int }); ok {
+			s.Sweep(now.UnixNano())
+		}
+	}
+}
+
+// Verdict is what the throttle rules say of one request.
+type Verdict struct {
+	// Matched: an enforced throttle rule counted the request, so the answer
+	// carries RateLimit headers.
+	Matched bool
+	// Refused: an enforced throttle rule refused it (429).
+	Refused bool
+	// Rule is the rule that decides: of the refusing rules the one with
+	// the longest wait, else of the matching rules the one with the least
+	// remaining.
+	Rule *rules.Rule
+	// Remaining is what Rule leaves, in whole requests.
+	Remaining int64
+	// Retry is, when Refused, how long until Rule would admit the request
+	// (the algorithm's exact wait, plus the rule's jitter).
+	Retry time.Duration
+	// Reset is how long until Rule's usage of this key is back to zero.
+	Reset time.Duration
+
+	policy []byte
+	name   string
+}
+
+// Decide counts the request ev on the key of every throttle rule whose
+// count expression holds in m (the Matches of rs.Set().Eval(ev)) and
+// decides: all are counted, the most restrictive decides. Shadow rules are
+// counted and judged, and a refusal they would have made is counted in
+// guardd_throttle_requests_total{outcome="shadow_refused"} and logged, but
+// they never refuse and add no headers. buf is scratch space for the keys;
+// the grown buffer is returned. Decide allocates nothing once buf has grown
+// and the counters hold their keys.
+func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Time, buf []byte) (Verdict, []byte) {
+	var v Verdict
+	if rs == nil {
+		return v, buf
+	}
+	t := now.UnixNano()
+	var bestRemaining float64
+	for i := range rs.rules {
+		lr := &rs.rules[i]
+		if !m.Count(lr.index) {
+			continue
+		}
+		r := lr.rule
+		buf = buf[:0]
+		keyed := true
+		for _, c := range r.Characteristics {
+			if !c.Present(ev) {
+				keyed = false
+				break
+			}
+			buf = c.AppendValue(buf, ev)
+			buf = append(buf, 0xff)
+		}
+		if !keyed {
+			continue // a request without the characteristic cannot be keyed
+		}
+		n := 1.0
+		if r.Score != nil {
+			if n, keyed = r.Score.Num(ev); !keyed || !(n > 0) {
+				continue
+			}
+		}
+		res := lr.counter.Admit(counting.Hash(buf), n, t)
+		if lr.shadow {
+			if res.Exceeded {
+				lr.m.shadowRefused.Inc()
+				rs.lim.logShadow(lr, ev, res)
+			} else {
+				lr.m.allowed.Inc()
+			}
+			continue
+		}
+		if res.Exceeded {
+			lr.m.refused.Inc()
+			retry := res.RetryAfter
+			if lr.jitter > 0 {
+				retry += time.Duration(rand.Int64N(lr.jitter + 1))
+			}
+			if !v.Refused || retry > v.Retry {
+				v = Verdict{Matched: true, Refused: true, Rule: r, Retry: retry, Reset: res.Reset, policy: lr.policy, name: lr.name}
+			}
+			continue
+		}
+		lr.m.allowed.Inc()
+		if v.Refused {
+			continue
+		}
+		if !v.Matched || res.Remaining < bestRemaining {
+			bestRemaining = res.Remaining
+			v = Verdict{Matched: true, Rule: r, Remaining: int64(math.Floor(res.Remaining)), Reset: res.Reset, policy: lr.policy, name: lr.name}
+		}
+	}
+	return v, buf
+}
+
+// logShadow logs a refusal a shadow rule would have made, at most once a
+// second per rule; the metric counts every one.
+func (l *Limiter) logShadow(lr *limitRule, ev *characteristics.Event, res counting.Result) {
+	now := time.Now().UnixNano()
+	last := lr.m.lastLog.Load()
+	if now-last < int64(time.Second) || !lr.m.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	l.log.Info("throttle: shadow rule would refuse", "rule", lr.rule.Name, "ip.src", ev.IP.String(), "path", ev.Path,
+		"count", res.Count, "retry_after", res.RetryAfter.Seconds())
+}
+
+// Seconds rounds d up to whole seconds, at least 1: a client told 0 would
+// come straight back, and one told less than the wait would be refused
+// again.
+func Seconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return max(1, s)
+}
+
+// RetrySeconds is Retry-After for a refused request.
+func (v *Verdict) RetrySeconds() int64 { return Seconds(v.Retry) }
+
+// AppendRateLimit appends the RateLimit field value of v:
+// "<rule>";r=<remaining>;t=<seconds>, t being the wait for a refused
+// request and the time to reset for an allowed one.
+func (v *Verdict) AppendRateLimit(b []byte) []byte {
+	b = append(b, '"')
+	b = append(b, v.name...)
+	b = append(b, `";r=`...)
+	if v.Refused {
+		b = append(b, '0')
+		b = append(b, ";t="...)
+		return strconv.AppendInt(b, v.RetrySeconds(), 10)
+	}
+	b = strconv.AppendInt(b, v.Remaining, 10)
+	b = append(b, ";t="...)
+	t := int64(0)
+	if v.Reset > 0 {
+		t = Seconds(v.Reset)
+	}
+	return strconv.AppendInt(b, t, 10)
+}
+
+// AppendPolicy appends the RateLimit-Policy field value of v's rule.
+func (v *Verdict) AppendPolicy(b []byte) []byte { return append(b, v.policy...) }
+
+// AppendPolicy appends `"<name>";q=<requests>;w=<period seconds>`, the
+// RateLimit-Policy of a limit; name must already be safe (PolicyName).
+func AppendPolicy(b []byte, name string, l counting.Limit) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `";q=`...)
+	b = strconv.AppendFloat(b, l.Requests, 'f', -1, 64)
+	b = append(b, ";w="...)
+	return strconv.AppendInt(b, Seconds(l.Period), 10)
+}
+
+// PolicyName keeps a rule name within a structured-field string: printable
+// ASCII without '"' and '\'.
+func PolicyName(rule string) string {
+	if rule == "" {
+		return "guardd"
+	}
+	b := []byte(rule)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+type metrics struct {
+	vec   *prometheus.CounterVec
+	mu    sync.Mutex
+	rules map[string]*ruleMetrics
+}
+
+type ruleMetrics struct {
+	allowed, refused, shadowRefused prometheus.Counter
+	lastLog                         atomic.Int64
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{rules: map[string]*ruleMetrics{},
+		vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_throttle_requests_total",
+			Help: "Requests counted by a throttle rule, by rule and outcome (allowed, refused, shadow_refused: a shadow rule would have refused)."},
+			[]string{"rule", "outcome"})}
+	if reg != nil {
+		if err := reg.Register(m.vec); err != nil {
+			return nil, fmt.Errorf("throttle: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) rule(name string) *ruleMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rm, ok := m.rules[name]; ok {
+		return rm
+	}
+	rm := &ruleMetrics{allowed: m.vec.WithLabelValues(name, "allowed"), refused: m.vec.WithLabelValues(name, "refused"),
+		shadowRefused: m.vec.WithLabelValues(name, "shadow_refused")}
+	m.rules[name] = rm
+	return rm
+}
