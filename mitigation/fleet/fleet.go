@@ -387,4 +387,3 @@ func (s *Sync) Status() Status {
 	defer s.mu.Unlock()
 	return Status{StreamID: s.last, Pending: len(s.order), Loaded: s.last != ""}
 }
-
