@@ -47,6 +47,9 @@ const (
 	fJA4H
 	fTime
 	fSource
+	fBotName
+	fBotVerified
+	fTLSClient
 )
 
 // field describes one fixed characteristic: its canonical name, its path in the
@@ -84,6 +87,9 @@ var fields = [...]field{
 	fJA4H:        {"http.ja4h", []string{"http", "ja4h"}, KindString},
 	fTime:        {"time", []string{"time"}, KindNumber},
 	fSource:      {"source", []string{"source"}, KindString},
+	fBotName:     {"bot.name", []string{"bot", "name"}, KindString},
+	fBotVerified: {"bot.verified", []string{"bot", "verified"}, KindString},
+	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
 }
 
 // byName maps every accepted spelling of a fixed characteristic to its field.
@@ -196,7 +202,7 @@ func (c Characteristic) String() string {
 func (c Characteristic) KnownAtRequest() bool {
 	switch c.id {
 	case fIP, fPrefix, fASN, fCountry, fPort, fHost, fMethod, fPath, fQuery,
-		fUserAgent, fReferer, fHeader, fCookie, fTime:
+		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified:
 		return true
 	}
 	return false
@@ -264,6 +270,15 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 		s = e.JA4H
 	case fSource:
 		return e.Source.String(), true
+	case fBotName:
+		s = e.Bot.Name
+	case fBotVerified:
+		if e.Bot.Verified {
+			return "true", true
+		}
+		return "", false
+	case fTLSClient:
+		return e.TLSClient()
 	default:
 		return "", false
 	}

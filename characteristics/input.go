@@ -44,10 +44,19 @@ func (e *Event) Input() map[string]any {
 	putStr(tls, "ja3", e.TLS.JA3)
 	putStr(tls, "ja3n", e.TLS.JA3N)
 	putStr(tls, "ja4", e.TLS.JA4)
+	if c, ok := e.TLSClient(); ok {
+		tls["client"] = c
+	}
+	bot := map[string]any{}
+	putStr(bot, "name", e.Bot.Name)
+	if e.Bot.Verified {
+		bot["verified"] = true
+	}
 	doc := map[string]any{
 		"ip":     ip,
 		"http":   http,
 		"tls":    tls,
+		"bot":    bot,
 		"log":    fieldMap(e.Vars),
 		"source": e.Source.String(),
 	}

@@ -132,6 +132,11 @@ type DecisionConfig struct {
 	// $request_id as X-Request-ID and log it ($request_id in log.format),
 	// so the request's log line does not count those rules again.
 	Count bool `yaml:"count"`
+	// ThrottleShadow puts every throttle rule (action: throttle) in shadow
+	// mode: counted and decided, never refused; what would have been
+	// refused is counted and logged. A rule's own shadow: true does the
+	// same for that rule.
+	ThrottleShadow bool `yaml:"throttle_shadow"`
 }
 
 // AdminConfig is the admin API: mitigations, status and /metrics.
@@ -174,6 +179,11 @@ type CharacteristicsConfig struct {
 	TrustedProxies  []Prefix `yaml:"trusted_proxies"`
 	ASNDatabase     string   `yaml:"asn_database"`
 	CountryDatabase string   `yaml:"country_database"`
+	// CrawlerRanges replaces the embedded table of crawlers' published
+	// address ranges (bot.name, bot.verified); TLSClients the embedded
+	// table of TLS client stacks by JA4 (tls.client). See docs/rules.md.
+	CrawlerRanges string `yaml:"crawler_ranges"`
+	TLSClients    string `yaml:"tls_clients"`
 }
 
 // CountingConfig bounds the counter tables.
@@ -386,6 +396,7 @@ func (c *Config) Enrich() characteristics.EnrichConfig {
 		PrefixV4: c.Characteristics.PrefixV4, PrefixV6: c.Characteristics.PrefixV6,
 		TrustedProxies: Prefixes(c.Characteristics.TrustedProxies),
 		ASNDatabase:    c.Characteristics.ASNDatabase, CountryDatabase: c.Characteristics.CountryDatabase,
+		CrawlerRanges: c.Characteristics.CrawlerRanges, TLSClients: c.Characteristics.TLSClients,
 	}
 }
 

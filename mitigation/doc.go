@@ -28,8 +28,12 @@
 //     and on Close, and compacted into a snapshot written atomically (temp
 //     file, fsync, rename, directory fsync). Expiry is absolute wall-clock
 //     time, so a restored mitigation keeps its remaining time. A truncated last
-//     journal record is skipped with a warning; any other damage fails New with
-//     the file, line and byte offset.
+//     journal record is skipped with a warning. Any other damage does not keep
+//     guardd down: the damaged lines are skipped, the rest is restored, the
+//     file is renamed to <name>.corrupt, and the damage is logged at error
+//     level with file, line and byte offset and counted in
+//     guardd_mitigation_state_files_set_aside_total. State written by another
+//     state version fails New instead (a downgrade must not lose it).
 //   - Changes is a feed for enforcement points (firewall sets, the CrowdSec
 //     decision stream, peers): from a cursor, the mitigations added or
 //     modified and those deleted, evicted or expired, coalesced per ID. A

@@ -69,14 +69,17 @@ func FuzzDecodeStream(f *testing.F) {
 			return
 		}
 		var strict, tolerant []record
-		_, errStrict := decodeStream(bytes.NewReader(data), "f", false, func(r record) { strict = append(strict, r) })
-		at, errTol := decodeStream(bytes.NewReader(data), "f", true, func(r record) { tolerant = append(tolerant, r) })
-		if at >= int64(len(data)) {
+		resStrict, errStrict := decodeStream(bytes.NewReader(data), "f", false, func(r record) { strict = append(strict, r) })
+		res, errTol := decodeStream(bytes.NewReader(data), "f", true, func(r record) { tolerant = append(tolerant, r) })
+		if at := res.truncatedAt; at >= int64(len(data)) {
 			t.Fatalf("truncation offset %d beyond %d bytes", at, len(data))
 		}
-		if errStrict == nil {
-			if errTol != nil || at >= 0 || len(strict) != len(tolerant) {
-				t.Fatalf("strict load ok with %d records; tolerant: %v at %d, %d records", len(strict), errTol, at, len(tolerant))
+		if (resStrict.bad == 0) != (resStrict.firstBad == nil) || (res.bad == 0) != (res.firstBad == nil) {
+			t.Fatalf("bad lines %d/%d with first error %v/%v", resStrict.bad, res.bad, resStrict.firstBad, res.firstBad)
+		}
+		if errStrict == nil && resStrict.bad == 0 {
+			if errTol != nil || res.truncatedAt >= 0 || res.bad != 0 || len(strict) != len(tolerant) {
+				t.Fatalf("strict load clean with %d records; tolerant: %v, %+v, %d records", len(strict), errTol, res, len(tolerant))
 			}
 		}
 		st := loadState{live: map[uint64]Mitigation{}, nextID: 1}

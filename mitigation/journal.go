@@ -116,7 +116,7 @@ func decodeRecord(line []byte) (record, error) {
 	switch w.Op {
 	case opMeta:
 		if w.Version != stateVersion {
-			return record{}, fmt.Errorf("state version %d, this guardd reads %d", w.Version, stateVersion)
+			return record{}, fmt.Errorf("%w: state version %d, this guardd reads %d", errStateVersion, w.Version, stateVersion)
 		}
 		if w.ID != 0 || w.Rule != "" || w.Action != "" || w.Scope != nil || w.ScopeB64 != nil || !w.Created.IsZero() || !w.Expires.IsZero() || w.Origin != "" {
 			return record{}, errors.New("meta record with mitigation fields")
@@ -200,56 +200,95 @@ func inYearRange(t time.Time) bool {
 	return y >= 1 && y <= 9999
 }
 
-// decodeStream reads records from r, calling apply for each. name is used in
-// errors: "name:line (offset N): ...". With tolerateTail, a last line without
-// a newline that does not decode (a write cut by a crash) is skipped and
-// reported through truncatedAt (its offset; -1 when none).
-func decodeStream(r io.Reader, name string, tolerateTail bool, apply func(record)) (truncatedAt int64, err error) {
+// errStateVersion marks state written by another version of guardd: not
+// damage, so never set aside (a downgrade must not lose it).
+var errStateVersion = errors.New("unsupported state version")
+
+// streamResult is what decodeStream found besides the records it applied.
+type streamResult struct {
+	truncatedAt int64 // offset of a cut last line skipped (tolerateTail); -1 when none
+	bad         int   // lines that did not decode, skipped
+	firstBad    error // the first of them, "name:line (offset N): ..."
+}
+
+// decodeStream reads records from r, calling apply for each. A line that does
+// not decode is skipped and counted in bad (the first one's error, naming
+// "name:line (offset N)", in firstBad), and reading goes on: the records
+// around it still apply. With tolerateTail, a last line without a newline that
+// does not decode (a write cut by a crash) is not damage: it is skipped and
+// reported through truncatedAt. err is a read error, or a record of another
+// state version (errStateVersion).
+func decodeStream(r io.Reader, name string, tolerateTail bool, apply func(record)) (res streamResult, err error) {
+	res.truncatedAt = -1
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
 	var acc []byte
 	for lineNo := 1; ; lineNo++ {
 		acc = acc[:0]
 		var rerr error
+		length, tooLong := 0, false
 		for {
 			var chunk []byte
 			chunk, rerr = br.ReadSlice('\n')
-			acc = append(acc, chunk...)
-			if len(acc) > maxLineLen {
-				return -1, fmt.Errorf("%s:%d (offset %d): line longer than %d bytes", name, lineNo, off, maxLineLen)
+			length += len(chunk)
+			if !tooLong {
+				acc = append(acc, chunk...)
+				if len(acc) > maxLineLen {
+					tooLong, acc = true, acc[:0]
+				}
 			}
 			if rerr != bufio.ErrBufferFull {
 				break
 			}
 		}
 		if rerr != nil && rerr != io.EOF {
-			return -1, fmt.Errorf("%s:%d (offset %d): %w", name, lineNo, off, rerr)
+			return res, fmt.Errorf("%s:%d (offset %d): %w", name, lineNo, off, rerr)
 		}
-		if len(acc) == 0 {
-			return -1, nil
+		if length == 0 {
+			return res, nil
 		}
-		complete := acc[len(acc)-1] == '\n'
-		if text := bytes.TrimSpace(acc); len(text) > 0 {
-			rec, derr := decodeRecord(text)
-			if derr != nil {
-				if !complete && tolerateTail {
-					return off, nil
-				}
-				return -1, fmt.Errorf("%s:%d (offset %d): %w", name, lineNo, off, derr)
+		var derr error
+		if tooLong {
+			derr = fmt.Errorf("line longer than %d bytes", maxLineLen)
+		} else if text := bytes.TrimSpace(acc); len(text) > 0 {
+			var rec record
+			if rec, derr = decodeRecord(text); derr == nil {
+				apply(rec)
 			}
-			apply(rec)
 		}
-		off += int64(len(acc))
+		if derr != nil {
+			if errors.Is(derr, errStateVersion) {
+				return res, fmt.Errorf("%s:%d (offset %d): %w", name, lineNo, off, derr)
+			}
+			if complete := rerr == nil; !complete && tolerateTail && !tooLong {
+				res.truncatedAt = off
+				return res, nil
+			}
+			res.bad++
+			if res.firstBad == nil {
+				res.firstBad = fmt.Errorf("%s:%d (offset %d): %w", name, lineNo, off, derr)
+			}
+		}
+		off += int64(length)
 		if rerr == io.EOF {
-			return -1, nil
+			return res, nil
 		}
 	}
 }
 
 // loadState is what the state files hold once replayed.
 type loadState struct {
-	live   map[uint64]Mitigation
-	nextID uint64
+	live     map[uint64]Mitigation
+	nextID   uint64
+	setAside []setAside // damaged files moved away
+}
+
+// setAside is a damaged state file, renamed so that guardd starts with what
+// it could read and the file stays for a post-mortem.
+type setAside struct {
+	path, to string
+	bad      int   // lines skipped
+	first    error // the first of them
 }
 
 func (st *loadState) apply(r record) {
@@ -321,9 +360,15 @@ func openJournal(dir string, log *slog.Logger) (*journal, loadState, error) {
 	if fi, err := os.Stat(filepath.Join(dir, journalName)); err == nil && fi.Size() > 0 {
 		j.replayed = true
 	}
+	if len(st.setAside) > 0 {
+		j.replayed = true // rewrite the state from what was read
+	}
 	return j, st, nil
 }
 
+// loadFile replays one state file into st. A file with damaged lines is
+// replayed around them, then renamed aside (see setAsideName) and listed in
+// st.setAside: the caller rewrites the state from what was read.
 func loadFile(path string, tolerateTail bool, st *loadState, log *slog.Logger) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -333,14 +378,40 @@ func loadFile(path string, tolerateTail bool, st *loadState, log *slog.Logger) e
 		return fmt.Errorf("load state: %w", err)
 	}
 	defer f.Close()
-	at, err := decodeStream(f, path, tolerateTail, st.apply)
+	res, err := decodeStream(f, path, tolerateTail, st.apply)
 	if err != nil {
-		return fmt.Errorf("load state %w; move the file away to start without it", err)
+		return fmt.Errorf("load state %w", err)
 	}
-	if at >= 0 {
-		log.Warn("mitigation journal ends with a truncated record, skipped (interrupted write)", "file", path, "offset", at)
+	if res.truncatedAt >= 0 {
+		log.Warn("mitigation journal ends with a truncated record, skipped (interrupted write)", "file", path, "offset", res.truncatedAt)
 	}
+	if res.bad == 0 {
+		return nil
+	}
+	to, err := setAsideName(path)
+	if err == nil {
+		err = os.Rename(path, to)
+	}
+	if err != nil {
+		return fmt.Errorf("load state: %w; set aside damaged %s: %w", res.firstBad, path, err)
+	}
+	st.setAside = append(st.setAside, setAside{path: path, to: to, bad: res.bad, first: res.firstBad})
 	return nil
+}
+
+// setAsideName returns a free name for a damaged state file beside it:
+// path.corrupt, path.corrupt.2, ... No name it returns is read as state.
+func setAsideName(path string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		to := path + ".corrupt"
+		if i > 1 {
+			to += "." + strconv.Itoa(i)
+		}
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			return to, nil
+		}
+	}
+	return "", fmt.Errorf("no free name for %s.corrupt.N", path)
 }
 
 // rotated lists the numbers of the rotated journals, in order.

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func openAt(t testing.TB, dir string, now time.Time, log *slog.Logger) (*Store, error) {
@@ -198,44 +200,96 @@ func TestTruncatedJournalLoads(t *testing.T) {
 	}
 }
 
-func TestCorruptStateFails(t *testing.T) {
-	good := journalOf(t, addRec(1, "192.0.2.1", time.Hour))
+// TestCorruptStateSetAside: a damaged snapshot or journal does not keep the
+// store down. The lines around the damage are read, the file is renamed to
+// <name>.corrupt, the failure is logged with file:line and counted, and the
+// state is rewritten so the next start is clean.
+func TestCorruptStateSetAside(t *testing.T) {
+	one := journalOf(t, addRec(1, "192.0.2.1", time.Hour))
+	two := journalOf(t, addRec(2, "192.0.2.2", time.Hour))
 	for _, tc := range []struct {
 		name    string
 		file    string
 		content string
 		wantErr string
+		want    []uint64 // restored
 	}{
-		{"middle line", journalName, string(good) + "{\"op\":\"add\"\n" + string(good), journalName + ":2 (offset " + strconv.Itoa(len(good)) + ")"},
-		{"unknown op", journalName, `{"op":"put","id":1}` + "\n", `unknown op "put"`},
-		{"unknown field", journalName, `{"op":"del","id":1,"x":2}` + "\n", `unknown field`},
-		{"del without id", journalName, `{"op":"del"}` + "\n", "without id"},
-		{"non-canonical scope", journalName, strings.Replace(string(good), "192.0.2.1", "::ffff:192.0.2.1", 1), "not canonical"},
-		{"bad action", journalName, strings.Replace(string(good), `"block"`, `"ban"`, 1), `unknown action "ban"`},
-		{"trailing data", journalName, `{"op":"del","id":1} {}` + "\n", "trailing data"},
-		{"future version", snapshotName, `{"op":"meta","version":2,"next_id":1}` + "\n", "state version 2"},
+		{"middle line", journalName, string(one) + "{\"op\":\"add\"\n" + string(two), journalName + ":2 (offset " + strconv.Itoa(len(one)) + ")", []uint64{1, 2}},
+		{"unknown op", journalName, `{"op":"put","id":1}` + "\n" + string(two), "unknown op", []uint64{2}},
+		{"unknown field", journalName, string(one) + `{"op":"del","id":1,"x":2}` + "\n", `unknown field`, []uint64{1}},
+		{"del without id", journalName, `{"op":"del"}` + "\n", "without id", nil},
+		{"non-canonical scope", journalName, strings.Replace(string(one), "192.0.2.1", "::ffff:192.0.2.1", 1) + string(two), "not canonical", []uint64{2}},
+		{"bad action", journalName, strings.Replace(string(one), `"block"`, `"ban"`, 1), "unknown action", nil},
+		{"trailing data", journalName, `{"op":"del","id":1} {}` + "\n", "trailing data", nil},
 		// A snapshot is renamed into place whole: a cut one is damage, not a crash.
-		{"truncated snapshot", snapshotName, string(good[:len(good)-5]), snapshotName + ":1 (offset 0)"},
-		{"long line", journalName, strings.Repeat(" ", maxLineLen+1), "longer than"},
+		{"truncated snapshot", snapshotName, string(one) + string(two[:len(two)-5]), snapshotName + ":2 (offset " + strconv.Itoa(len(one)) + ")", []uint64{1}},
+		{"garbage snapshot", snapshotName, "\x00\x01binary\n" + string(two), snapshotName + ":1 (offset 0)", []uint64{2}},
+		{"long line", journalName, string(one) + strings.Repeat(" x", maxLineLen) + "\n" + string(two), "longer than", []uint64{1, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.content), 0o600); err != nil {
+			path := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := openAt(t, dir, t0, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), filepath.Join(dir, tc.file)) {
-				t.Fatalf("New: %v, want an error naming %s and %q", err, tc.file, tc.wantErr)
-			}
-			// The directory is not left locked by the failure.
-			os.Remove(filepath.Join(dir, tc.file))
-			s, err := openAt(t, dir, t0, nil)
+			var logs bytes.Buffer
+			reg := prometheus.NewRegistry()
+			s, err := New(Config{StateDir: dir, Now: func() time.Time { return t0 }}, reg, slog.New(slog.NewTextHandler(&logs, nil)))
 			if err != nil {
-				t.Fatalf("New after removing the file: %v", err)
+				t.Fatalf("New: %v", err)
+			}
+			if got := ids(s.List(t0)); !slices.Equal(got, tc.want) {
+				t.Errorf("restored %v, want %v", got, tc.want)
+			}
+			if got := gather(t, reg)["guardd_mitigation_state_files_set_aside_total"]; got != 1 {
+				t.Errorf("set-aside metric = %v, want 1", got)
+			}
+			if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, tc.wantErr) || !strings.Contains(l, path+".corrupt") {
+				t.Errorf("log does not name the damage (%q) and where the file went: %s", tc.wantErr, l)
+			}
+			if b, err := os.ReadFile(path + ".corrupt"); err != nil || string(b) != tc.content {
+				t.Errorf("set-aside file: %v, content kept %v", err, string(b) == tc.content)
 			}
 			s.Close()
+			// The state was rewritten: the next start is clean and the same.
+			logs.Reset()
+			s, err = New(Config{StateDir: dir, Now: func() time.Time { return t0 }}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := ids(s.List(t0)); !slices.Equal(got, tc.want) {
+				t.Errorf("second start restored %v, want %v", got, tc.want)
+			}
+			if strings.Contains(logs.String(), "damaged") {
+				t.Errorf("second start still reports damage: %s", logs.String())
+			}
 		})
 	}
+}
+
+// TestFutureStateVersionFails: state from another guardd version is not
+// damage: New fails naming it and leaves the file where it is.
+func TestFutureStateVersionFails(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, snapshotName)
+	if err := os.WriteFile(path, []byte(`{"op":"meta","version":2,"next_id":1}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openAt(t, dir, t0, nil)
+	if err == nil || !strings.Contains(err.Error(), "state version 2") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("New: %v, want an error naming %s and its version", err, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the file was moved: %v", err)
+	}
+	// The directory is not left locked by the failure.
+	os.Remove(path)
+	s, err := openAt(t, dir, t0, nil)
+	if err != nil {
+		t.Fatalf("New after removing the file: %v", err)
+	}
+	s.Close()
 }
 
 func TestInterruptedCompaction(t *testing.T) {

@@ -14,6 +14,7 @@ type metrics struct {
 	evictions     prometheus.Counter
 	allowlisted   prometheus.Counter
 	journalErrors prometheus.Counter
+	setAside      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,6 +35,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "guardd_mitigation_allowlisted_total",
 			Help: "Mitigations refused because the allowlist covers their scope.",
 		}),
+		setAside: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "guardd_mitigation_state_files_set_aside_total",
+			Help: "Damaged state files (snapshot or journal) renamed to <name>.corrupt at start; the store started with the records that could be read.",
+		}),
 		journalErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "guardd_mitigation_journal_errors_total",
 			Help: "Failed writes, syncs or compactions of the state journal; mitigations stay enforced in memory.",
@@ -49,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{activeVec, addedVec, m.evictions, m.allowlisted, m.journalErrors} {
+	for _, c := range []prometheus.Collector{activeVec, addedVec, m.evictions, m.allowlisted, m.journalErrors, m.setAside} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}

@@ -180,6 +180,11 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	}
 	s.journal = j
 	s.nextID = max(s.nextID, st.nextID)
+	for _, a := range st.setAside {
+		s.met.setAside.Inc()
+		log.Error("mitigation state file damaged: set aside, starting with the records that could be read; some mitigations may be missing",
+			"file", a.path, "set_aside_as", a.to, "bad_lines", a.bad, "first_error", a.first.Error())
+	}
 	restored := slices.SortedFunc(func(yield func(Mitigation) bool) {
 		for _, m := range st.live {
 			if !yield(m) {

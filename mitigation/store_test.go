@@ -405,13 +405,14 @@ func TestMetricsRegistered(t *testing.T) {
 		`guardd_mitigation_evictions_total`:                  0,
 		`guardd_mitigation_allowlisted_total`:                0,
 		`guardd_mitigation_journal_errors_total`:             0,
+		`guardd_mitigation_state_files_set_aside_total`:      0,
 	} {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	if len(got) != 2*int(numActions-1)+3 { // throttle is never a record
-		t.Errorf("%d series, want %d: %v", len(got), 2*int(numActions-1)+3, got)
+	if len(got) != 2*int(numActions-1)+4 { // throttle is never a record
+		t.Errorf("%d series, want %d: %v", len(got), 2*int(numActions-1)+4, got)
 	}
 	if _, err := New(Config{}, reg, nil); err == nil {
 		t.Error("second New on one registry did not report the duplicate registration")

@@ -34,6 +34,7 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision"
 	"github.com/guardd/guardd/mitigation/decision/http1"
+	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/rules/engine"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -164,8 +165,13 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		}
 		counter = &requestCounter{d: d}
 	}
+	limits, err := throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys, Registerer: reg, Logger: logger})
+	if err != nil {
+		d.store.Close()
+		return nil, err
+	}
 	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Counter: counter,
-		ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
+		Throttle: limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
 		d.store.Close()
 		return nil, err
@@ -555,6 +561,7 @@ func (d *daemon) reloaders(p *pipeline) []config.Reloader {
 			diff("decision.loops", o.Decision.Loops != n.Decision.Loops)
 			diff("decision.shed_after", o.Decision.ShedAfter != n.Decision.ShedAfter)
 			diff("decision.count", o.Decision.Count != n.Decision.Count)
+			diff("decision.throttle_shadow", o.Decision.ThrottleShadow != n.Decision.ThrottleShadow)
 			diff("admin", o.Admin != n.Admin)
 			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
 			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)

@@ -11,7 +11,10 @@
 //   - copytruncate: the file is copied aside and truncated in place. The
 //     Tailer notices the truncation (size below its offset, or a changed head),
 //     finds the copy among the file's siblings by its head fingerprint, and
-//     reads from the copy what it had not read yet. Lines written between
+//     reads from the copy what it had not read yet, also when the copy was
+//     made while guardd was stopped (the checkpoint's file is found
+//     truncated at its path and its copy among its siblings, by head
+//     fingerprint and length). Lines written between
 //     logrotate's copy and its truncate are lost by logrotate itself; nothing
 //     can recover them.
 //
@@ -25,6 +28,10 @@
 // Why not github.com/nxadm/tail: measured, it lost the lines nginx wrote to
 // the old file between rename and reopen (inotify mode) and thousands of lines
 // on copytruncate (poll mode). See docs/tailing.md.
+//
+// Each line carries its 1-based number and byte offset in its file, so a
+// consumer can name a bad line file:line; the number survives restarts (the
+// Position records it) and starts again at 1 after a truncation.
 //
 // Only complete lines are delivered: a line still being written waits for
 // its newline. Lines over MaxLineBytes are cut, flagged and counted.

@@ -51,6 +51,13 @@ type Line struct {
 	Path string // the path the file was found at (its name before rotation)
 	Data []byte
 	Cut  bool // longer than MaxLineBytes; Data holds its start
+	// Num is the line's 1-based number in its file, for messages about
+	// it ("access.log:1234"); 0 when unknown: resumed from a checkpoint
+	// that did not record it, or the file was over maxCountBytes when
+	// followed from its end.
+	Num int64
+	// Offset is the byte offset of the line's start in its file.
+	Offset int64
 }
 
 // FilePos is where reading of one file stands.
@@ -59,8 +66,9 @@ type FilePos struct {
 	Dev     uint64 `json:"dev"`
 	Ino     uint64 `json:"ino"`
 	Offset  int64  `json:"offset"`
-	Head    uint64 `json:"head"`     // xxhash of the first HeadLen bytes
-	HeadLen int    `json:"head_len"` // up to 256
+	Line    int64  `json:"line,omitempty"` // lines before Offset, when known (0 at offset 0)
+	Head    uint64 `json:"head"`           // xxhash of the first HeadLen bytes
+	HeadLen int    `json:"head_len"`       // up to 256
 	Rotated bool   `json:"rotated,omitempty"`
 }
 
@@ -92,11 +100,13 @@ type file struct {
 	f        *os.File
 	dev, ino uint64
 	off      int64 // offset after the last delivered newline
+	line     int64 // lines before off; -1 when unknown
 	head     uint64
 	headLen  int
 	partial  []byte // bytes after off read so far without a newline
 	skipping bool   // inside an over-long line
 	rotated  bool
+	copy     bool // a copytruncate copy: it will not grow, an unfinished last line is delivered
 	lastData time.Time
 }
 
@@ -247,7 +257,7 @@ var errMore = errors.New("tail: more")
 func (t *Tailer) position() Position {
 	p := Position{Files: make([]FilePos, 0, len(t.files))}
 	for _, f := range t.files {
-		p.Files = append(p.Files, FilePos{Path: f.path, Dev: f.dev, Ino: f.ino, Offset: f.off, Head: f.head, HeadLen: f.headLen, Rotated: f.rotated})
+		p.Files = append(p.Files, FilePos{Path: f.path, Dev: f.dev, Ino: f.ino, Offset: f.off, Line: max(f.line, 0), Head: f.head, HeadLen: f.headLen, Rotated: f.rotated})
 	}
 	return p
 }
@@ -324,6 +334,7 @@ func (t *Tailer) open(path string, now time.Time, fromStart bool) {
 	f.head, f.headLen = fingerprint(fh, headBytes)
 	if !fromStart {
 		f.off = st.Size()
+		f.line = countLines(fh, f.off)
 	}
 	t.files = append(t.files, f)
 	t.log.Debug("tail: following", "path", path, "offset", f.off)
@@ -348,7 +359,7 @@ func (t *Tailer) checkTruncated(f *file, size int64, now time.Time) {
 	if cp := t.findCopy(f); cp != nil {
 		// Read what we had not read yet from the copy, then go on in place.
 		saved := *f
-		tmp := &file{path: f.path, f: cp, off: f.off, partial: f.partial, skipping: f.skipping}
+		tmp := &file{path: f.path, f: cp, off: f.off, line: f.line, partial: f.partial, skipping: f.skipping}
 		before := len(t.lines)
 		t.read(tmp, now)
 		t.flushPartial(tmp)
@@ -356,7 +367,7 @@ func (t *Tailer) checkTruncated(f *file, size int64, now time.Time) {
 		t.stats.Recovered += int64(len(t.lines) - before)
 		*f = saved
 	}
-	f.off, f.partial, f.skipping = 0, f.partial[:0], false
+	f.off, f.line, f.partial, f.skipping = 0, 0, f.partial[:0], false
 	f.head, f.headLen = fingerprint(f.f, headBytes)
 }
 
@@ -388,6 +399,13 @@ func (t *Tailer) findCopy(f *file) *os.File {
 func (t *Tailer) restore(p Position) {
 	for _, fp := range p.Files {
 		fh, path := t.locate(fp)
+		copied := false
+		if fh == nil {
+			// Truncated in place while we were down: read the rest from the
+			// copy logrotate made, then the file from its start (discover).
+			fh, path = t.locateCopy(fp)
+			copied = fh != nil
+		}
 		if fh == nil {
 			t.stats.LostFiles++
 			t.log.Warn("tail: file from the checkpoint is gone; lines after its offset are lost", "path", fp.Path, "offset", fp.Offset)
@@ -395,11 +413,20 @@ func (t *Tailer) restore(p Position) {
 		}
 		st, _ := fh.Stat()
 		dev, ino := devIno(st)
-		f := &file{path: fp.Path, f: fh, dev: dev, ino: ino, off: fp.Offset, head: fp.Head, headLen: fp.HeadLen, lastData: time.Now()}
+		f := &file{path: fp.Path, f: fh, dev: dev, ino: ino, off: fp.Offset, line: fp.Line, head: fp.Head, headLen: fp.HeadLen, lastData: time.Now()}
+		if fp.Line == 0 && fp.Offset > 0 {
+			f.line = -1 // a checkpoint from before line numbers
+		}
 		f.rotated = path != fp.Path || fp.Rotated
 		if cur, err := os.Stat(fp.Path); err == nil {
 			cd, ci := devIno(cur)
 			f.rotated = !(cd == dev && ci == ino)
+		}
+		if copied {
+			f.copy, f.rotated = true, true
+			t.stats.Truncations++
+			t.log.Info("tail: file truncated (copytruncate) while stopped; reading its unread lines from the copy",
+				"path", fp.Path, "copy", path, "offset", fp.Offset)
 		}
 		t.files = append(t.files, f)
 	}
@@ -429,6 +456,48 @@ func (t *Tailer) locate(fp FilePos) (*os.File, string) {
 	return nil, ""
 }
 
+// locateCopy finds the copy of fp's file that copytruncate made while we were
+// down: the file of fp (same device and inode) is still at its path but
+// shorter than fp's offset or with other first bytes, and a sibling holds
+// fp's head and at least fp's offset. Without a head (an empty file at the
+// checkpoint) a copy cannot be told from any other file: nil.
+func (t *Tailer) locateCopy(fp FilePos) (*os.File, string) {
+	if fp.HeadLen == 0 {
+		return nil, ""
+	}
+	orig, err := os.Open(fp.Path)
+	if err != nil {
+		return nil, ""
+	}
+	st, err := orig.Stat()
+	if err != nil {
+		orig.Close()
+		return nil, ""
+	}
+	h, n := fingerprint(orig, fp.HeadLen)
+	orig.Close()
+	if dev, ino := devIno(st); dev != fp.Dev || ino != fp.Ino || (st.Size() >= fp.Offset && n == fp.HeadLen && h == fp.Head) {
+		return nil, "" // not the same file, or not truncated
+	}
+	cands, _ := filepath.Glob(fp.Path + "?*")
+	for _, c := range cands {
+		fh, err := os.Open(c)
+		if err != nil {
+			continue
+		}
+		st, err := fh.Stat()
+		if err == nil && st.Mode().IsRegular() && st.Size() >= fp.Offset {
+			if dev, ino := devIno(st); dev != fp.Dev || ino != fp.Ino {
+				if h, n := fingerprint(fh, fp.HeadLen); n == fp.HeadLen && h == fp.Head {
+					return fh, c
+				}
+			}
+		}
+		fh.Close()
+	}
+	return nil, ""
+}
+
 // Batch limits: a backlog is handed over (and its position committed) in
 // pieces, so memory stays bounded and progress survives a crash.
 const (
@@ -450,6 +519,13 @@ func (t *Tailer) read(f *file, now time.Time) {
 		if err != nil || n < len(t.buf) {
 			if err != nil && !errors.Is(err, io.EOF) {
 				t.log.Warn("tail: read", "path", f.path, "err", err)
+				return
+			}
+			if f.copy && len(f.partial) > 0 && !t.full() {
+				// A copy does not grow: its unfinished last line is whole.
+				t.flushPartial(f)
+				f.off += int64(len(f.partial))
+				f.partial = f.partial[:0]
 			}
 			return
 		}
@@ -466,7 +542,7 @@ func (t *Tailer) split(f *file, b []byte) {
 			if !f.skipping {
 				room := max - len(f.partial)
 				if len(b) > room {
-					t.emit(f, append(f.partial, b[:room]...), true)
+					t.emit(f, f.off, append(f.partial, b[:room]...), true)
 					f.off += int64(len(f.partial) + len(b))
 					f.partial = f.partial[:0]
 					f.skipping = true
@@ -480,18 +556,22 @@ func (t *Tailer) split(f *file, b []byte) {
 		}
 		line := b[:i]
 		consumed := int64(i + 1)
+		at := f.off
 		switch {
 		case f.skipping:
 			f.skipping = false
 		case len(f.partial) > 0:
 			consumed += int64(len(f.partial))
 			full := append(f.partial, line...)
-			t.emit(f, full[:min(len(full), max)], len(full) > max)
+			t.emit(f, at, full[:min(len(full), max)], len(full) > max)
 			f.partial = f.partial[:0]
 		default:
-			t.emit(f, line[:min(len(line), max)], len(line) > max)
+			t.emit(f, at, line[:min(len(line), max)], len(line) > max)
 		}
 		f.off += consumed
+		if f.line >= 0 {
+			f.line++
+		}
 		b = b[i+1:]
 	}
 }
@@ -500,11 +580,15 @@ func (t *Tailer) split(f *file, b []byte) {
 // (a copytruncate copy).
 func (t *Tailer) flushPartial(f *file) {
 	if len(f.partial) > 0 && !f.skipping {
-		t.emit(f, f.partial, false)
+		t.emit(f, f.off, f.partial, false)
+		if f.line >= 0 {
+			f.line++
+		}
 	}
 }
 
-func (t *Tailer) emit(f *file, data []byte, cut bool) {
+// emit adds the line of f starting at offset at to the batch.
+func (t *Tailer) emit(f *file, at int64, data []byte, cut bool) {
 	if cut {
 		t.stats.CutLines++
 	}
@@ -512,7 +596,31 @@ func (t *Tailer) emit(f *file, data []byte, cut bool) {
 	// moves it; that array stays as it was.
 	start := len(t.arena)
 	t.arena = append(t.arena, data...)
-	t.lines = append(t.lines, Line{Path: f.path, Data: t.arena[start:len(t.arena):len(t.arena)], Cut: cut})
+	num := f.line + 1 // 0 when unknown
+	t.lines = append(t.lines, Line{Path: f.path, Data: t.arena[start:len(t.arena):len(t.arena)], Cut: cut, Num: num, Offset: at})
+}
+
+// maxCountBytes caps how much of a file followed from its end is read to
+// number its lines: beyond it, its lines go unnumbered (Line.Num 0).
+const maxCountBytes = 1 << 30
+
+// countLines counts the newlines in f's first n bytes, or returns -1 when n
+// is over maxCountBytes or f cannot be read.
+func countLines(f *os.File, n int64) int64 {
+	if n > maxCountBytes {
+		return -1
+	}
+	var buf [64 << 10]byte
+	var lines int64
+	for off := int64(0); off < n; {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
+		lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		off += int64(k)
+		if err != nil && off < n {
+			return -1
+		}
+	}
+	return lines
 }
 
 func fingerprint(f *os.File, n int) (uint64, int) {
