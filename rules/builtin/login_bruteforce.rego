@@ -5,6 +5,7 @@
 #   characteristics: [ip.src]
 #   period: 5m
 #   requests_per_period: 20
+#   windows: [{period: 1h, requests_per_period: 10}]
 #   action: block
 #   mitigation_timeout: 30m
 #   algorithm: sliding_window
