@@ -8,7 +8,7 @@
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
-#   requests_per_period: 1
+#   requests_per_period: 0.5
 #   action: rate_limit
 #   mitigation_timeout: 1h
 #   algorithm: sliding_window

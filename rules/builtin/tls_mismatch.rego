@@ -10,7 +10,7 @@
 # custom:
 #   characteristics: [ip.src, tls.ja4]
 #   period: 10m
-#   requests_per_period: 1
+#   requests_per_period: 0.5
 #   action: block
 #   mitigation_timeout: 1h
 #   algorithm: sliding_window
