@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/oschwald/maxminddb-golang/v2"
+
+	"github.com/guardd/guardd/characteristics/bots"
 )
 
 // EnrichConfig configures an Enricher. The zero value aggregates clients into
@@ -21,15 +23,24 @@ type EnrichConfig struct {
 	// ASNDatabase and CountryDatabase are MaxMind-format (.mmdb) files, for
 	// example GeoLite2-ASN and GeoLite2-Country. They may name the same file.
 	ASNDatabase, CountryDatabase string
+	// CrawlerRanges is a crawler table file (format of
+	// characteristics/bots.ParseCrawlers) replacing the embedded one, which
+	// bot.name and bot.verified are judged against.
+	CrawlerRanges string
+	// TLSClients is a TLS client table file (bots.ParseStacks) replacing
+	// the embedded one, which tls.client is read from.
+	TLSClients string
 }
 
 // Enricher completes events: trusted-proxy handling, address normalisation,
 // client prefix, ASN and country. It is safe for concurrent use.
 type Enricher struct {
-	v4, v6  int
-	proxies []netip.Prefix
-	asn     *geoDB
-	country *geoDB
+	v4, v6   int
+	proxies  []netip.Prefix
+	asn      *geoDB
+	country  *geoDB
+	crawlers *bots.Crawlers
+	stacks   *bots.Stacks
 }
 
 // NewEnricher validates cfg and opens its databases.
@@ -54,6 +65,12 @@ func NewEnricher(cfg EnrichConfig) (*Enricher, error) {
 		en.proxies[i] = unmapPrefix(p.Masked())
 	}
 	var err error
+	if en.crawlers, err = bots.LoadCrawlers(cfg.CrawlerRanges); err != nil {
+		return nil, fmt.Errorf("characteristics: crawler_ranges: %w", err)
+	}
+	if en.stacks, err = bots.LoadStacks(cfg.TLSClients); err != nil {
+		return nil, fmt.Errorf("characteristics: tls_clients: %w", err)
+	}
 	if cfg.ASNDatabase != "" {
 		if en.asn, err = openGeoDB(cfg.ASNDatabase); err != nil {
 			return nil, err
@@ -87,6 +104,7 @@ func (en *Enricher) Close() error {
 // are warm.
 func (en *Enricher) Enrich(e *Event) {
 	e.IP = e.IP.Unmap()
+	e.stacks = en.stacks
 	if en.trusted(e.IP) {
 		if xff, ok := e.Header("x-forwarded-for"); ok {
 			e.IP = en.clientFromXFF(xff, e.IP)
@@ -100,6 +118,7 @@ func (en *Enricher) Enrich(e *Event) {
 		bits = en.v4
 	}
 	e.Prefix, _ = e.IP.Prefix(bits)
+	e.Bot.Name, e.Bot.Verified = en.crawlers.Check(e.UserAgent, e.IP)
 	if en.asn != nil && e.ASN == 0 {
 		e.ASN = en.asn.lookup(e.IP).asn
 	}

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/guardd/guardd/characteristics/bots"
 )
 
 // Source says which ingester produced an event. Its String is a closed set, safe
@@ -64,12 +66,40 @@ type Event struct {
 
 	TLS  TLS
 	JA4H string
+
+	// Bot is what the user agent claims about a crawler, and whether the
+	// address is in that crawler's published ranges (set by the Enricher).
+	Bot Bot
+
+	// stacks names the client software of a JA4 (tls.client); set by the
+	// Enricher and read lazily, since fingerprints are joined after it.
+	stacks *bots.Stacks
+
+	nrm normalized // normalised request fields, computed on first use
+}
+
+// Bot is what an event says about a known crawler: bot.name and bot.verified.
+type Bot struct {
+	Name     string // the crawler its user agent names, "" when none
+	Verified bool   // the address is in that crawler's published ranges
+}
+
+// TLSClient returns tls.client, "<kind>/<name>" of the TLS stack that made
+// the connection's ClientHello (such as "library/curl"), when the event has a
+// JA4 the Enricher's table knows.
+func (e *Event) TLSClient() (string, bool) {
+	if e.TLS.JA4 == "" {
+		return "", false
+	}
+	return e.stacks.Client(e.TLS.JA4)
 }
 
 // Reset clears e for reuse, keeping the backing arrays of its slices.
 func (e *Event) Reset() {
 	h, c, v := e.Headers[:0], e.Cookies[:0], e.Vars[:0]
-	*e = Event{Headers: h, Cookies: c, Vars: v}
+	n := e.nrm
+	n.reset()
+	*e = Event{Headers: h, Cookies: c, Vars: v, nrm: n}
 }
 
 // Header returns the value of the first header with the given lower-case name.
@@ -109,6 +139,8 @@ func (e *Event) Clone() Event {
 		JA3: strings.Clone(e.TLS.JA3), JA3N: strings.Clone(e.TLS.JA3N), JA4: strings.Clone(e.TLS.JA4),
 	}
 	c.JA4H = strings.Clone(e.JA4H)
+	c.nrm = normalized{}
+	c.Bot.Name = strings.Clone(e.Bot.Name)
 	return c
 }
 

@@ -179,6 +179,11 @@ type CharacteristicsConfig struct {
 	TrustedProxies  []Prefix `yaml:"trusted_proxies"`
 	ASNDatabase     string   `yaml:"asn_database"`
 	CountryDatabase string   `yaml:"country_database"`
+	// CrawlerRanges replaces the embedded table of crawlers' published
+	// address ranges (bot.name, bot.verified); TLSClients the embedded
+	// table of TLS client stacks by JA4 (tls.client). See docs/rules.md.
+	CrawlerRanges string `yaml:"crawler_ranges"`
+	TLSClients    string `yaml:"tls_clients"`
 }
 
 // CountingConfig bounds the counter tables.
@@ -391,6 +396,7 @@ func (c *Config) Enrich() characteristics.EnrichConfig {
 		PrefixV4: c.Characteristics.PrefixV4, PrefixV6: c.Characteristics.PrefixV6,
 		TrustedProxies: Prefixes(c.Characteristics.TrustedProxies),
 		ASNDatabase:    c.Characteristics.ASNDatabase, CountryDatabase: c.Characteristics.CountryDatabase,
+		CrawlerRanges: c.Characteristics.CrawlerRanges, TLSClients: c.Characteristics.TLSClients,
 	}
 }
 

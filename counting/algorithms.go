@@ -184,7 +184,6 @@ func (t *Table) slidingView(sl *slot, now int64) (slot, int64) {
 }
 
 func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
-	p := float64(t.period)
 	ws := sl.t
 	est := sl.b*float64(t.period-(now-ws))*t.perNS + sl.a
 	r := Result{Count: est, Remaining: max(0, t.requests-est)}
@@ -197,9 +196,16 @@ func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
 		return r
 	}
 	r.Exceeded = true
-	// When would est(τ) + m <= Requests, with no event meanwhile? In the
-	// current window est falls as the previous one slides out; in the next,
-	// as the current one does.
+	r.RetryAfter = t.slidingRetry(sl, now, m)
+	return r
+}
+
+// slidingRetry is when est(τ) + m <= Requests, with no event meanwhile. In
+// the current window est falls as the previous one slides out; in the
+// next, as the current one does.
+func (t *Table) slidingRetry(sl *slot, now int64, m float64) time.Duration {
+	p := float64(t.period)
+	ws := sl.t
 	target := t.requests - m
 	var at float64 // from the start of the current window
 	switch {
@@ -212,8 +218,7 @@ func (t *Table) slidingResult(sl *slot, now int64, m float64) Result {
 	default:
 		at = p
 	}
-	r.RetryAfter = retryAfter(at - float64(now-ws))
-	return r
+	return retryAfter(at - float64(now-ws))
 }
 
 // Fixed window.

@@ -29,9 +29,11 @@
 //     same decisions as TokenBucket (up to rounding) from one integer time,
 //     the theoretical arrival time, with no floating-point refill.
 //
-// The window algorithms count every event, including those over the limit:
-// a client that keeps sending stays limited, as a detector should see it.
-// TokenBucket and GCRA only consume on a conforming event, as a shaper does.
+// With Add, the window algorithms count every event, including those over
+// the limit: a client that keeps sending stays limited, as a detector should
+// see it. TokenBucket and GCRA only consume on a conforming event, as a
+// shaper does. Admit, for an enforcement point (a throttle), records an
+// event under every algorithm only when it fits under the limit.
 //
 // Result gives what an enforcement point needs: whether this event went
 // over, what is left, RetryAfter (the algorithm's own arithmetic for when an

@@ -1,6 +1,9 @@
 package counting
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // eventLog holds the sliding logs of one shard: fixed blocks of k entries,
 // one block per key, entries sorted by time. Blocks are reused through a free
@@ -116,6 +119,14 @@ func (t *Table) logResult(at []int64, w []float32, ref int64, m float64) Result 
 		return r
 	}
 	r.Exceeded = true
+	r.RetryAfter = t.logRetry(at, w, ref, sum, m)
+	return r
+}
+
+// logRetry is when the entries' sum falls to Requests - m, as the oldest
+// slide out of the period ending at ref.
+func (t *Table) logRetry(at []int64, w []float32, ref int64, sum, m float64) time.Duration {
+	end := at[len(at)-1] + t.period
 	if target := t.requests - m; target >= 0 {
 		rem := sum
 		for i := range at {
@@ -126,6 +137,5 @@ func (t *Table) logResult(at []int64, w []float32, ref int64, m float64) Result 
 			}
 		}
 	}
-	r.RetryAfter = retryAfter(float64(end - ref))
-	return r
+	return retryAfter(float64(end - ref))
 }

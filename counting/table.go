@@ -167,6 +167,20 @@ func (t *Table) findLocked(s *shard, key uint64) (int, bool) {
 // infinite n counts as 0; an Add of 0 is a Peek. It allocates nothing
 // once the key's shard has grown to hold it.
 func (t *Table) Add(key uint64, n float64, now int64) Result {
+	return t.update(key, n, now, false)
+}
+
+// Admit is Add for an enforcement point that counts only what it lets
+// through: the event is recorded only when it fits under the limit
+// (usage, this event included, at most Requests). Otherwise nothing
+// changes, Exceeded is set, and RetryAfter is when an event of the same
+// size would fit, if none came meanwhile. For TokenBucket and GCRA, which
+// only ever consume on a conforming event, it is Add.
+func (t *Table) Admit(key uint64, n float64, now int64) Result {
+	return t.update(key, n, now, true)
+}
+
+func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 	if !(n > 0) || math.IsInf(n, 1) {
 		return t.Peek(key, now)
 	}
@@ -194,7 +208,12 @@ func (t *Table) Add(key uint64, n float64, now int64) Result {
 		s.n++
 		t.initLocked(s, &s.slots[i], now)
 	}
-	r := t.addLocked(s, &s.slots[i], n, now)
+	var r Result
+	if admit {
+		r = t.admitLocked(s, &s.slots[i], n, now)
+	} else {
+		r = t.addLocked(s, &s.slots[i], n, now)
+	}
 	s.mu.Unlock()
 	return r
 }

@@ -6,7 +6,7 @@
 //
 // # What it promises
 //
-//   - Every throttle rule whose count expression holds counts the request on
+//   - Every throttle rule whose count expression holds judges the request on
 //     its key (the hash of its characteristic values) in its own Counter,
 //     under its algorithm (sliding window, fixed window, sliding log, token
 //     bucket, GCRA; burst for the last two). The most restrictive rule
@@ -29,7 +29,7 @@
 //
 // # The counting API
 //
-// Counter is the one method Decide calls, Add(key, n, now) counting.Result,
+// Counter is the one method Decide calls, Admit(key, n, now) counting.Result,
 // and NewCounter makes one per rule: a fleet-wide tier (local counts plus
 // deltas flushed to Redis, global totals read back) slots in behind it with
 // Config.NewCounter, without touching the decision path. Keys are XXH64
@@ -38,10 +38,10 @@
 //
 // # What it gives up
 //
-// The window algorithms count refused requests too (counting's doc.go): a
-// client that keeps sending over its limit stays refused until it pauses
-// for Retry-After; token bucket and GCRA consume only on an admitted
-// request. Every matching rule counts the request even when another refuses
-// it. Counts are per process unless Config.NewCounter says otherwise, and a
+// A refused request is not counted (counting.Table.Admit), under every
+// algorithm: a client sending at twice its limit gets its limit admitted,
+// not nothing. Every matching rule counts the request it admits even when
+// another rule refuses it, so a request refused by one rule still uses the
+// budget of the others. Counts are per process unless Config.NewCounter says otherwise, and a
 // reload keeps a rule's counts only while its name and limit are unchanged.
 package throttle

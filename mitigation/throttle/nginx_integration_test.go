@@ -292,7 +292,7 @@ func TestNginxThrottle(t *testing.T) {
 			var last answer
 			admitted := 0
 			for i := range 12 {
-				res := ref.Add(1, 1, t0.UnixNano())
+				res := ref.Admit(1, 1, t0.UnixNano())
 				got := get(t, a, url)
 				if !res.Exceeded {
 					admitted++
@@ -316,7 +316,7 @@ func TestNginxThrottle(t *testing.T) {
 			}
 			t.Logf("%s: %d admitted, then 429 with Retry-After %s, RateLimit %s", alg.name, admitted, last.retryAfter, last.rateLimit)
 			// Another client, and another path, are unaffected.
-			if got := get(t, b, url); got.code != 200 || got.rateLimit != fmt.Sprintf(`"%s";r=%d;t=%d`, alg.name, alg.admitted-1, reset(ref.Add(2, 1, t0.UnixNano()).Reset)) {
+			if got := get(t, b, url); got.code != 200 || got.rateLimit != fmt.Sprintf(`"%s";r=%d;t=%d`, alg.name, alg.admitted-1, reset(ref.Admit(2, 1, t0.UnixNano()).Reset)) {
 				t.Errorf("another client: %+v", got)
 			}
 			if got := get(t, a, st.base+"/elsewhere"); got.code != 200 || got.rateLimit != "" || got.policy != "" {

@@ -21,9 +21,11 @@ import (
 
 // Counter counts one throttle rule's requests per key and judges them under
 // the rule's limit. *counting.Table is one; a fleet-wide tier (local counts
-// plus flushed deltas) is another. Add must be safe for concurrent use,
-// must not block on the network, and should not allocate: it runs on the
-// decision API's event loops, once per matching rule per request.
+// plus flushed deltas) is another. Admit records the request only when it
+// fits under the limit (a refused request costs the client nothing, as in
+// nginx limit_req or GCRA), and must be safe for concurrent use, must not
+// block on the network, and should not allocate: it runs on the decision
+// API's event loops, once per matching rule per request.
 //
 // key is the XXH64 hash of the rule's characteristic values (counting.Hash
 // over the values each followed by 0xff), the same on every node; n is the
@@ -31,7 +33,7 @@ import (
 // unix nanoseconds. The Result's Exceeded, Remaining, RetryAfter and Reset
 // become the answer and its headers.
 type Counter interface {
-	Add(key uint64, n float64, now int64) counting.Result
+	Admit(key uint64, n float64, now int64) counting.Result
 }
 
 // NewCounter makes the Counter of one throttle rule whose limit is l.
@@ -233,7 +235,7 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 				continue
 			}
 		}
-		res := lr.counter.Add(counting.Hash(buf), n, t)
+		res := lr.counter.Admit(counting.Hash(buf), n, t)
 		if lr.shadow {
 			if res.Exceeded {
 				lr.m.shadowRefused.Inc()

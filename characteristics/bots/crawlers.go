@@ -1,0 +1,165 @@
+package bots
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+)
+
+//go:embed crawlers.txt
+var crawlersTxt []byte
+
+// Crawlers is a table of crawlers: the user-agent tokens each announces
+// itself with and the networks it crawls from. It is immutable and safe for
+// concurrent use.
+type Crawlers struct {
+	names  []string
+	tokens []token // in file order; the first match wins
+	ranges [][]netip.Prefix
+	// filtered: every token contains a word of maybeCrawler, so a user
+	// agent without one names no crawler.
+	filtered bool
+}
+
+type token struct {
+	s       string
+	crawler int
+}
+
+// maxLine bounds a line of a table file.
+const maxLine = 4096
+
+// ParseCrawlers reads a crawler table. Each line is blank, a # comment, or
+// three fields:
+//
+//	<crawler> ua <token>       the user agent contains <token> (case-sensitive)
+//	<crawler> range <prefix>   the crawler crawls from <prefix> (IPv4 or IPv6 CIDR)
+//
+// Every crawler needs at least one ua and one range. file names the source
+// in errors, which carry its line.
+func ParseCrawlers(r io.Reader, file string) (*Crawlers, error) {
+	c := &Crawlers{}
+	index := map[string]int{}
+	lines := map[string]int{} // first line of each crawler, for errors
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 256), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		f := strings.Fields(string(line))
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: want three fields, <crawler> ua <token> or <crawler> range <prefix>; got %d", file, n, len(f))
+		}
+		name, kind, val := f[0], f[1], f[2]
+		i, ok := index[name]
+		if !ok {
+			i = len(c.names)
+			index[name] = i
+			lines[name] = n
+			c.names = append(c.names, name)
+			c.ranges = append(c.ranges, nil)
+		}
+		switch kind {
+		case "ua":
+			c.tokens = append(c.tokens, token{s: val, crawler: i})
+		case "range":
+			p, err := netip.ParsePrefix(val)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: range %q: %v", file, n, val, err)
+			}
+			if p.Addr().Zone() != "" {
+				return nil, fmt.Errorf("%s:%d: range %q: zones are not accepted", file, n, val)
+			}
+			c.ranges[i] = append(c.ranges[i], unmap(p.Masked()))
+		default:
+			return nil, fmt.Errorf("%s:%d: field %q: accepted: ua, range", file, n, kind)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", file, n+1, err)
+	}
+	c.filtered = !slices.ContainsFunc(c.tokens, func(t token) bool { return !maybeCrawler(t.s) })
+	for i, name := range c.names {
+		if len(c.ranges[i]) == 0 {
+			return nil, fmt.Errorf("%s:%d: crawler %s has no range line", file, lines[name], name)
+		}
+		if !slices.ContainsFunc(c.tokens, func(t token) bool { return t.crawler == i }) {
+			return nil, fmt.Errorf("%s:%d: crawler %s has no ua line", file, lines[name], name)
+		}
+	}
+	return c, nil
+}
+
+func unmap(p netip.Prefix) netip.Prefix {
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p
+}
+
+// LoadCrawlers reads a crawler table from a file; "" means the embedded one.
+func LoadCrawlers(path string) (*Crawlers, error) {
+	if path == "" {
+		return DefaultCrawlers(), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("bots: %w", err)
+	}
+	defer f.Close()
+	return ParseCrawlers(f, path)
+}
+
+var defaultCrawlers = func() *Crawlers {
+	c, err := ParseCrawlers(bytes.NewReader(crawlersTxt), "crawlers.txt")
+	if err != nil {
+		panic(err) // the embedded table is tested
+	}
+	return c
+}()
+
+// DefaultCrawlers returns the embedded table.
+func DefaultCrawlers() *Crawlers { return defaultCrawlers }
+
+// Names lists the crawlers in file order.
+func (c *Crawlers) Names() []string { return slices.Clone(c.names) }
+
+// Check returns the crawler that the user agent ua names, if any, and
+// whether addr lies in that crawler's ranges. It allocates nothing.
+func (c *Crawlers) Check(ua string, addr netip.Addr) (name string, verified bool) {
+	if c.filtered && !maybeCrawler(ua) {
+		return "", false
+	}
+	for _, t := range c.tokens {
+		if strings.Contains(ua, t.s) {
+			addr = addr.Unmap()
+			for _, p := range c.ranges[t.crawler] {
+				if p.Contains(addr) {
+					return c.names[t.crawler], true
+				}
+			}
+			return c.names[t.crawler], false
+		}
+	}
+	return "", false
+}
+
+// maybeCrawler is a cheap filter: every crawler token of the embedded table
+// and of the published lists contains one of these; a file whose tokens do
+// not is still checked token by token, only slower. Most user agents are
+// browsers' and contain none of them.
+func maybeCrawler(ua string) bool {
+	return strings.Contains(ua, "bot") || strings.Contains(ua, "Bot") || strings.Contains(ua, "spider") ||
+		strings.Contains(ua, "crawl") || strings.Contains(ua, "external") || strings.Contains(ua, "Google") ||
+		strings.Contains(ua, "Preview") || strings.Contains(ua, "facebook") || strings.Contains(ua, "Yandex")
+}
