@@ -49,10 +49,10 @@ func TestScriptsMatchModel(t *testing.T) {
 			key := "guardd:{" + r.Name + ":1}"
 			var model State
 			calls := []call{
-				{delta: 1, nodes: 3}, {delta: 2, want: true, nodes: 3}, {},
-				{delta: 0.5, release: 1, relWin: -1, held: 0.5, want: true, nodes: 2},
-				{delta: 3, nodes: 3}, {want: true, held: 1, nodes: 1},
-				{delta: 4, nodes: 3}, {delta: 1, release: 2, nodes: 3}, {}, {delta: 2, want: true, nodes: 3},
+				{delta: 1, nodes: 3}, {delta: 2, want: 100, nodes: 3}, {},
+				{delta: 0.5, release: 1, relWin: -1, held: 0.5, want: 1.5, nodes: 2},
+				{delta: 3, nodes: 3}, {want: 100, held: 1, nodes: 1},
+				{delta: 4, nodes: 3}, {delta: 1, release: 2, nodes: 3}, {}, {delta: 2, want: 2, nodes: 3},
 			}
 			for i, a := range calls {
 				if a.relWin == -1 {

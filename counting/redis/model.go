@@ -127,12 +127,12 @@ type call struct {
 	delta, release float64
 	relWin         int64
 	held           float64
-	want           bool
+	want           float64
 	nodes          int
 }
 
 // share is the lease a node may be granted out of headroom h.
-func share(h, held float64, nodes int) float64 {
+func share(h, held, want float64, nodes int) float64 {
 	if h <= 0 {
 		return 0
 	}
@@ -140,7 +140,7 @@ func share(h, held float64, nodes int) float64 {
 	if g < 1 {
 		g = min(h, 1)
 	}
-	return max(0, min(g, h))
+	return max(0, min(g, h, want))
 }
 
 // step applies one call at Redis time now, exactly as the algorithm's Lua
@@ -177,8 +177,8 @@ func (p params) step(s State, a call, now int64) State {
 	case counting.GCRA:
 		s.At = max(now, max(s.At, now)+int64(math.Floor((a.delta-a.release)*p.interval+0.5)))
 	}
-	if a.want {
-		s.Grant = share(p.capacity()-p.usage(s, now), a.held, a.nodes)
+	if a.want > 0 {
+		s.Grant = share(p.capacity()-p.usage(s, now), a.held, a.want, a.nodes)
 		switch p.alg {
 		case counting.SlidingWindow, counting.FixedWindow:
 			s.Cur += s.Grant

@@ -13,7 +13,8 @@ package redis
 //	ARGV[3] relwin   window the released lease was granted in (windows)
 //	                 or its grant time (sliding_log); ignored otherwise
 //	ARGV[4] held     lease the node still holds after the release
-//	ARGV[5] want     1: grant a lease, the node's share of the headroom
+//	ARGV[5] want     the lease the node asks for (0: none); it gets at
+//	                 most its share of the headroom
 //	ARGV[6] nodes    live nodes
 //	ARGV[7] period   µs
 //	ARGV[8] limit    requests per period
@@ -22,7 +23,10 @@ package redis
 //
 // A lease is counted in Redis when granted, so the leases outstanding never
 // exceed the headroom: the nodes together cannot admit more than the limit.
-// The share is (headroom + held) / nodes, less what the node holds.
+// The share is (headroom + held) / nodes, less what the node holds, and
+// no more than the node asked for (about twice its demand per flush), so a
+// node that sees little of a key's traffic leaves the headroom to the
+// others.
 //
 // Each returns {win, cur, prev, at, usage, reset, now, grant}, numbers as
 // "%.17g" strings (Lua numbers would be truncated to integers on the way
@@ -35,7 +39,7 @@ local d = tonumber(ARGV[1])
 local rel = tonumber(ARGV[2])
 local relwin = tonumber(ARGV[3])
 local held = tonumber(ARGV[4])
-local want = ARGV[5] == '1'
+local want = tonumber(ARGV[5])
 local nodes = math.max(tonumber(ARGV[6]), 1)
 local per = tonumber(ARGV[7])
 local lim = tonumber(ARGV[8])
@@ -48,7 +52,7 @@ local function share(h)
   if h <= 0 then return 0 end
   local g = (h + held) / nodes - held
   if g < 1 then g = math.min(h, 1) end
-  return math.max(0, math.min(g, h))
+  return math.max(0, math.min(g, h, want))
 end
 `
 
@@ -74,7 +78,7 @@ if rel > 0 then
   elseif relwin == w - 1 then p = math.max(0, p - rel); changed = true end
 end
 local grant = 0
-if want then
+if want > 0 then
   local e = now - w * per
   grant = share(lim - (p * (per - e) / per + c))
   if grant > 0 then c = c + grant; changed = true end
@@ -108,7 +112,7 @@ local changed = d > 0
 c = c + d
 if rel > 0 and relwin == w then c = math.max(0, c - rel); changed = true end
 local grant = 0
-if want then
+if want > 0 then
   grant = share(lim - c)
   if grant > 0 then c = c + grant; changed = true end
 end
@@ -150,7 +154,7 @@ local function sum()
 end
 local u, oldest, newest = sum()
 local grant = 0
-if want then
+if want > 0 then
   grant = share(lim - u)
   if grant > 0 then
     redis.call('ZADD', k, f(now), f(grant) .. ':g:' .. m)
@@ -181,7 +185,7 @@ end
 local changed = d > 0 or rel > 0
 tk = math.min(burst, tk - d + rel)
 local grant = 0
-if want then
+if want > 0 then
   grant = share(tk)
   if grant > 0 then tk = tk - grant; changed = true end
 end
@@ -207,7 +211,7 @@ tat = math.max(tat or 0, now)
 local changed = d > 0 or rel > 0
 tat = math.max(now, tat + math.floor((d - rel) * iv + 0.5))
 local grant = 0
-if want then
+if want > 0 then
   grant = share(burst - (tat - now) / iv)
   if grant > 0 then tat = tat + math.floor(grant * iv + 0.5); changed = true end
 end
