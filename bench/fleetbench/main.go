@@ -431,14 +431,14 @@ func latency(t *tb) {
 				time.Sleep(time.Millisecond) // pacing: about 100,000 events/s
 			}
 		}
-		st := nodes[0].f.Status()
+		h := health(nodes)
 		if after != nil {
 			after()
 		}
 		stopFleet(nodes)
 		slices.Sort(lat)
 		q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
-		fmt.Printf("latency %-10s Counter.Add p50 %v p99 %v p99.9 %v max %v (%d events; breaker %s)\n", name, q(.5), q(.99), q(.999), lat[len(lat)-1], len(lat), st.Breaker)
+		fmt.Printf("latency %-10s Counter.Add p50 %v p99 %v p99.9 %v max %v (%d events; %s)\n", name, q(.5), q(.99), q(.999), lat[len(lat)-1], len(lat), h)
 	}
 	run("healthy", srv.Addr, nil, nil)
 	run("slow+50ms", proxy, nil, nil)

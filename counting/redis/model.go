@@ -132,7 +132,7 @@ type call struct {
 }
 
 // share is the lease a node may be granted out of headroom h.
-func share(h, held, want float64, nodes int) float64 {
+func share(h, capacity, held, want float64, nodes int) float64 {
 	if h <= 0 {
 		return 0
 	}
@@ -140,7 +140,10 @@ func share(h, held, want float64, nodes int) float64 {
 	if g < 1 {
 		g = min(h, 1)
 	}
-	return max(0, min(g, h, want))
+	if h < capacity/2 {
+		g = min(g, want)
+	}
+	return max(0, min(g, h))
 }
 
 // step applies one call at Redis time now, exactly as the algorithm's Lua
@@ -178,7 +181,7 @@ func (p params) step(s State, a call, now int64) State {
 		s.At = max(now, max(s.At, now)+int64(math.Floor((a.delta-a.release)*p.interval+0.5)))
 	}
 	if a.want > 0 {
-		s.Grant = share(p.capacity()-p.usage(s, now), a.held, a.want, a.nodes)
+		s.Grant = share(p.capacity()-p.usage(s, now), p.capacity(), a.held, a.want, a.nodes)
 		switch p.alg {
 		case counting.SlidingWindow, counting.FixedWindow:
 			s.Cur += s.Grant

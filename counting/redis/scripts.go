@@ -23,10 +23,10 @@ package redis
 //
 // A lease is counted in Redis when granted, so the leases outstanding never
 // exceed the headroom: the nodes together cannot admit more than the limit.
-// The share is (headroom + held) / nodes, less what the node holds, and
-// no more than the node asked for (about twice its demand per flush), so a
-// node that sees little of a key's traffic leaves the headroom to the
-// others.
+// The share is (headroom + held) / nodes, less what the node holds; once
+// less than half the capacity is left, no more than the node asked for
+// (about twice its demand per flush), so a node that sees little of a
+// key's traffic leaves the rest of the budget to the others.
 //
 // Each returns {win, cur, prev, at, usage, reset, now, grant}, numbers as
 // "%.17g" strings (Lua numbers would be truncated to integers on the way
@@ -48,11 +48,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function f(x) return string.format('%.17g', x) end
 local function ms(us) return math.ceil(us / 1000) end
-local function share(h)
+local function share(h, cap)
   if h <= 0 then return 0 end
   local g = (h + held) / nodes - held
   if g < 1 then g = math.min(h, 1) end
-  return math.max(0, math.min(g, h, want))
+  if h < cap / 2 then g = math.min(g, want) end
+  return math.max(0, math.min(g, h))
 end
 `
 
@@ -80,7 +81,7 @@ end
 local grant = 0
 if want > 0 then
   local e = now - w * per
-  grant = share(lim - (p * (per - e) / per + c))
+  grant = share(lim - (p * (per - e) / per + c), lim)
   if grant > 0 then c = c + grant; changed = true end
 end
 if changed then
@@ -113,7 +114,7 @@ c = c + d
 if rel > 0 and relwin == w then c = math.max(0, c - rel); changed = true end
 local grant = 0
 if want > 0 then
-  grant = share(lim - c)
+  grant = share(lim - c, lim)
   if grant > 0 then c = c + grant; changed = true end
 end
 if changed then
@@ -155,7 +156,7 @@ end
 local u, oldest, newest = sum()
 local grant = 0
 if want > 0 then
-  grant = share(lim - u)
+  grant = share(lim - u, lim)
   if grant > 0 then
     redis.call('ZADD', k, f(now), f(grant) .. ':g:' .. m)
     u, newest, changed = u + grant, now, true
@@ -186,7 +187,7 @@ local changed = d > 0 or rel > 0
 tk = math.min(burst, tk - d + rel)
 local grant = 0
 if want > 0 then
-  grant = share(tk)
+  grant = share(tk, burst)
   if grant > 0 then tk = tk - grant; changed = true end
 end
 if changed then
@@ -212,7 +213,7 @@ local changed = d > 0 or rel > 0
 tat = math.max(now, tat + math.floor((d - rel) * iv + 0.5))
 local grant = 0
 if want > 0 then
-  grant = share(burst - (tat - now) / iv)
+  grant = share(burst - (tat - now) / iv, burst)
   if grant > 0 then tat = tat + math.floor(grant * iv + 0.5); changed = true end
 end
 if changed then

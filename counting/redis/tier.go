@@ -478,6 +478,13 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 		var consume bool
 		r, consume = c.p.judge(st, rnow, extra, n)
+		if healthy && r.Exceeded {
+			// Refused against a fleet view in which other nodes' leases
+			// count as used: counting the refusal would spend budget
+			// those leases may hand back. In fleet mode the count is the
+			// budget admitted.
+			consume = false
+		}
 		if healthy && !r.Exceeded && ks.extra+ks.fly > 0 && ks.extra+ks.fly+n > max(1, f.cfg.ColdShare*c.p.capacity()/nodes) {
 			// No lease left, and this node's events beyond leases have
 			// used its allowance (ColdShare of the capacity, split among
@@ -594,10 +601,21 @@ func (c *Counter) collect(b *batch, nowNS int64) {
 				continue
 			}
 			// Ask for twice this flush interval's demand: enough to last
-			// until the next flush at the same rate.
+			// until the next flush at the same rate. Once less than half
+			// the capacity is left, Redis grants no more than that, and a
+			// lease above twice the ask goes back: a node that sees little
+			// of a key's traffic does not sit on budget the others need.
 			want := 0.0
 			if active {
 				want = max(1, 2*ks.demand)
+				if ks.have && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+					back := ks.lease - want
+					ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
+					if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+						ks.relWin = 0
+					}
+					ks.lease = want
+				}
 			}
 			ks.demand = 0
 			b.ops = append(b.ops, Op{
