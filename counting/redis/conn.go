@@ -268,7 +268,6 @@ func parseState(r rueidis.RedisResult) (State, error) {
 	return State{Win: int64(f[0]), Cur: f[1], Prev: f[2], At: int64(f[3]), Usage: f[4], Reset: int64(f[5]), Now: int64(f[6]), Grant: f[7]}, nil
 }
 
-
 // Heartbeat registers node as live and returns how many nodes were seen
 // within ttl.
 func (c *Conn) Heartbeat(ctx context.Context, node string, ttl time.Duration) (int, error) {
