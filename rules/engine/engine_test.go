@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -189,5 +190,30 @@ func TestPrepareAllocs(t *testing.T) {
 		e.Prepare(&ev, &m)
 	}); n != 0 {
 		t.Errorf("Prepare allocates %v times per event", n)
+	}
+}
+
+func TestOnCount(t *testing.T) {
+	e := newEngine(t, nil, nil, loginRule)
+	type step struct {
+		scope    string
+		count    float64
+		exceeded bool
+	}
+	var got []step
+	e.SetOnCount(func(c engine.Counted) {
+		sc := engine.ScopeOf(e.Rules()[c.Rule], c.Values)
+		got = append(got, step{sc[0].Name + "=" + sc[0].Value, c.Result.Count, c.Result.Exceeded})
+	})
+	feed(t, e, []req{
+		{0, "203.0.113.7", "POST", "/login", 401, 0, false},
+		{time.Second, "203.0.113.7", "GET", "/", 200, 0, false}, // not counted
+		{2 * time.Second, "203.0.113.7", "POST", "/login", 401, 0, false},
+		{3 * time.Second, "203.0.113.7", "POST", "/login", 401, 0, false},
+		{4 * time.Second, "203.0.113.7", "POST", "/login", 401, 0, true},
+	})
+	want := []step{{"ip.src=203.0.113.7", 1, false}, {"ip.src=203.0.113.7", 2, false}, {"ip.src=203.0.113.7", 3, false}, {"ip.src=203.0.113.7", 4, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("OnCount saw %v, want %v", got, want)
 	}
 }
