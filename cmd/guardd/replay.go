@@ -23,6 +23,7 @@ import (
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/report"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -49,6 +50,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		mmdb       = fs.String("mmdb", "", "MaxMind database (.mmdb) for ip.src.asnum and ip.src.country")
 		workers    = fs.Int("workers", 0, "parallel workers (default: all cores)")
 		progress   = fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never")
+		htmlOut    = fs.String("html", "", "also write a self-contained HTML report to this file: requests and trips over time per rule, the most mitigated keys, how close benign-looking keys came to each limit")
 		ruleDirs   stringList
 		pcaps      stringList
 	)
@@ -113,6 +115,11 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		bar = &progressBar{w: stderr}
 		rc.Progress = bar.update
 	}
+	var rec *report.Recorder
+	if *htmlOut != "" {
+		rec = report.NewRecorder(p.engine.Rules())
+		p.engine.SetOnCount(rec.Count)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	st, err := replay.Run(ctx, rc, logs)
@@ -121,6 +128,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ms := p.engine.Mitigations()
+	if rec != nil {
+		if err := writeReplayHTML(*htmlOut, rec, ms, st, logs); err != nil {
+			fmt.Fprintln(stderr, "guardd replay:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "guardd replay: wrote the report to %s\n", *htmlOut)
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	if *asJSON {
@@ -231,6 +245,20 @@ type mitigationJSON struct {
 	Count     int64     `json:"count"`
 	Trips     int64     `json:"trips"`
 	Expires   string    `json:"expires"`
+}
+
+func writeReplayHTML(path string, rec *report.Recorder, ms []engine.Mitigation, st replay.Stats, logs []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	info := report.Info{Files: logs, Lines: st.Lines, Malformed: st.Malformed, Mitigated: st.Mitigated,
+		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now()}
+	if err := report.WriteReplayHTML(f, rec.Report(info, ms, 10)); err != nil {
+		f.Close()
+		return fmt.Errorf("html report: %w", err)
+	}
+	return f.Close()
 }
 
 func writeMitigationsJSON(w io.Writer, ms []engine.Mitigation) {
