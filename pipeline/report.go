@@ -89,7 +89,7 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, t time.Time, items []engi
 		e.Count++
 		e.LastSeen = t
 		applied = true
-		if e.Action != mitigation.ActionLog && (best == nil || e.Action.Rank() > best.Action.Rank()) {
+		if e.Action != mitigation.ActionLog && (best == nil || e.Action.Stronger(best.Action)) {
 			best = e
 		}
 	}

@@ -259,7 +259,8 @@ func (d *daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.log.Info("guardd running", "decision", d.decisionLn.Addr().String(), "admin", d.adminLn.Addr().String(),
-		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipes.Load().Rules().Rules()), "mitigations", d.store.Len())
+		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipes.Load().Rules().Rules()), "mitigations", d.store.Len(),
+		"inputs", inputsOf(cfg), "outputs", outputsOf(cfg))
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
 	g.Go(func() error {
