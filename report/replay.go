@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -146,7 +147,7 @@ type KeyReport struct {
 
 // Report assembles the data of the report from what was recorded and the
 // engine's mitigations; topN bounds the key lists (0 means 10).
-func (r *Recorder) Report(info Info, ms []engine.Mitigation, topN int) *Replay {
+func (r *Recorder) Report(info Info, ms []pipeline.Mitigation, topN int) *Replay {
 	if topN <= 0 {
 		topN = 10
 	}
@@ -167,7 +168,7 @@ func (r *Recorder) Report(info Info, ms []engine.Mitigation, topN int) *Replay {
 	perRule := make([]int, len(r.rules))
 	for _, m := range ms {
 		for i, rl := range r.rules {
-			if rl == m.Rule {
+			if rl.Name == m.Rule {
 				perRule[i]++
 			}
 		}
@@ -196,7 +197,7 @@ func (r *Recorder) Report(info Info, ms []engine.Mitigation, topN int) *Replay {
 		rep.Rules = append(rep.Rules, rr)
 	}
 	for _, m := range ms {
-		rep.Top = append(rep.Top, KeyReport{Rule: m.Rule.Name, Action: m.Rule.Action.String(), Key: label(m.Scope),
+		rep.Top = append(rep.Top, KeyReport{Rule: m.Rule, Action: m.Action.String(), Key: label(m.Scope),
 			Requests: m.Count, Trips: m.Trips, First: m.FirstSeen, Last: m.LastSeen})
 	}
 	slices.SortFunc(rep.Top, func(a, b KeyReport) int {

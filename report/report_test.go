@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -49,11 +50,23 @@ func replayFixture(t testing.TB, attack bool) *Replay {
 	rec := NewRecorder(e.Rules())
 	e.SetOnCount(rec.Count)
 	var m engine.Matches
+	byKey := map[uint64]*pipeline.Mitigation{}
+	var ms []*pipeline.Mitigation
 	send := func(at time.Duration, ip string) {
 		ev := characteristics.Event{Time: t0.Add(at), IP: mustAddr(ip), Method: "POST", Path: "/login", Status: 401}
 		m.Reset()
 		e.Prepare(&ev, &m)
-		e.Apply(ev.Time, m.Items, m.Keys)
+		for _, tr := range e.Apply(ev.Time, m.Items, m.Keys, nil) {
+			pm := byKey[tr.Key]
+			if pm == nil {
+				pm = &pipeline.Mitigation{Rule: tr.Rule.Name, Action: tr.Rule.Action, Scope: tr.Scope(), FirstSeen: tr.Time}
+				byKey[tr.Key] = pm
+				ms = append(ms, pm)
+			}
+			pm.Count++
+			pm.Trips++
+			pm.LastSeen, pm.Expires = tr.Time, tr.Expires
+		}
 	}
 	for s := 0; s < 3600; s += 30 {
 		send(time.Duration(s)*time.Second, "198.51.100.20") // 2 a minute: 20% of the limit
@@ -67,7 +80,11 @@ func replayFixture(t testing.TB, attack bool) *Replay {
 		}
 	}
 	info := Info{Files: []string{"access.log"}, Lines: 1000, First: t0, Last: t0.Add(time.Hour), Elapsed: time.Second, Generated: t0.Add(2 * time.Hour)}
-	return rec.Report(info, e.Mitigations(), 10)
+	var flat []pipeline.Mitigation
+	for _, pm := range ms {
+		flat = append(flat, *pm)
+	}
+	return rec.Report(info, flat, 10)
 }
 
 func TestReport(t *testing.T) {
