@@ -47,6 +47,12 @@ const (
 	fJA4H
 	fTime
 	fSource
+	fNormPath
+	fNormQuery
+	fNormUA
+	fNormReferer
+	fArg
+	fAnomaly
 	fBotName
 	fBotVerified
 	fTLSClient
@@ -87,6 +93,12 @@ var fields = [...]field{
 	fJA4H:        {"http.ja4h", []string{"http", "ja4h"}, KindString},
 	fTime:        {"time", []string{"time"}, KindNumber},
 	fSource:      {"source", []string{"source"}, KindString},
+	fNormPath:    {"http.norm.path", []string{"http", "norm", "path"}, KindString},
+	fNormQuery:   {"http.norm.query", []string{"http", "norm", "query"}, KindString},
+	fNormUA:      {"http.norm.user_agent", []string{"http", "norm", "user_agent"}, KindString},
+	fNormReferer: {"http.norm.referer", []string{"http", "norm", "referer"}, KindString},
+	fArg:         {"http.args", []string{"http", "args"}, KindString},
+	fAnomaly:     {"http.anomalies", []string{"http", "anomalies"}, KindString},
 	fBotName:     {"bot.name", []string{"bot", "name"}, KindString},
 	fBotVerified: {"bot.verified", []string{"bot", "verified"}, KindString},
 	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
@@ -96,7 +108,7 @@ var fields = [...]field{
 var byName = func() map[string]fieldID {
 	m := make(map[string]fieldID, 2*len(fields))
 	for id, f := range fields {
-		if id == int(fHeader) || id == int(fCookie) || id == int(fVar) {
+		if keyed(fieldID(id)) {
 			continue
 		}
 		m[f.name] = fieldID(id)
@@ -104,6 +116,16 @@ var byName = func() map[string]fieldID {
 	}
 	return m
 }()
+
+// keyed reports whether a field is a family named by a key: a header, a
+// cookie, a log variable, a query argument or an anomaly.
+func keyed(id fieldID) bool {
+	switch id {
+	case fHeader, fCookie, fVar, fArg, fAnomaly:
+		return true
+	}
+	return false
+}
 
 // Names lists the canonical names of the fixed characteristics, for error messages.
 func Names() []string {
@@ -116,6 +138,10 @@ func Names() []string {
 			out = append(out, `http.cookies["name"]`)
 		case fVar:
 			out = append(out, "log.<nginx variable>")
+		case fArg:
+			out = append(out, `http.args["name"]`)
+		case fAnomaly:
+			out = append(out, `http.anomalies["`+strings.Join(anomalyNames[:], `|`)+`"]`)
 		default:
 			out = append(out, f.name)
 		}
@@ -127,7 +153,8 @@ func Names() []string {
 // use Parse.
 type Characteristic struct {
 	id  fieldID
-	arg string // header, cookie or variable name
+	arg string  // header, cookie, variable, argument or anomaly name
+	an  Anomaly // the anomaly of an http.anomalies characteristic
 }
 
 // Parse reads a characteristic name: one of Names, http.headers["name"],
@@ -140,7 +167,7 @@ func Parse(name string) (Characteristic, error) {
 	for _, p := range []struct {
 		prefix string
 		id     fieldID
-	}{{"http.headers", fHeader}, {"http.cookies", fCookie}, {"log", fVar}} {
+	}{{"http.headers", fHeader}, {"http.cookies", fCookie}, {"http.args", fArg}, {"http.anomalies", fAnomaly}, {"log", fVar}} {
 		rest, ok := strings.CutPrefix(name, p.prefix)
 		if !ok {
 			continue
@@ -151,6 +178,13 @@ func Parse(name string) (Characteristic, error) {
 		}
 		if p.id == fHeader {
 			arg = strings.ToLower(strings.ReplaceAll(arg, "_", "-"))
+		}
+		if p.id == fAnomaly {
+			an := anomalyByName(arg)
+			if an == 0 {
+				return Characteristic{}, fmt.Errorf("characteristic %q: unknown anomaly %q; accepted: %s", name, arg, strings.Join(anomalyNames[:], ", "))
+			}
+			return Characteristic{id: p.id, arg: arg, an: an}, nil
 		}
 		return Characteristic{id: p.id, arg: arg}, nil
 	}
@@ -185,7 +219,7 @@ func MustParse(name string) Characteristic {
 // String returns the canonical name, as used in scopes and output.
 func (c Characteristic) String() string {
 	switch c.id {
-	case fHeader, fCookie:
+	case fHeader, fCookie, fArg, fAnomaly:
 		return fields[c.id].name + `["` + c.arg + `"]`
 	case fVar:
 		return "log." + c.arg
@@ -202,7 +236,8 @@ func (c Characteristic) String() string {
 func (c Characteristic) KnownAtRequest() bool {
 	switch c.id {
 	case fIP, fPrefix, fASN, fCountry, fPort, fHost, fMethod, fPath, fQuery,
-		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified:
+		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified,
+		fNormPath, fNormQuery, fNormUA, fNormReferer, fArg, fAnomaly:
 		return true
 	}
 	return false
@@ -214,8 +249,7 @@ func (c Characteristic) Kind() Kind { return fields[c.id].kind }
 // Path returns the path of the value in the Rego input document, without "input".
 func (c Characteristic) Path() []string {
 	p := fields[c.id].path
-	switch c.id {
-	case fHeader, fCookie, fVar:
+	if keyed(c.id) {
 		return append(p[:len(p):len(p)], c.arg)
 	}
 	return p
@@ -270,6 +304,21 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 		s = e.JA4H
 	case fSource:
 		return e.Source.String(), true
+	case fNormPath:
+		s = e.NormPath()
+	case fNormQuery:
+		s = e.NormQuery()
+	case fNormUA:
+		s = e.NormUserAgent()
+	case fNormReferer:
+		s = e.NormReferer()
+	case fArg:
+		return e.Arg(c.arg)
+	case fAnomaly:
+		if e.Anomalies().Has(c.an) {
+			return "true", true
+		}
+		return "", false
 	case fBotName:
 		s = e.Bot.Name
 	case fBotVerified:
@@ -305,7 +354,7 @@ func (c Characteristic) Num(e *Event) (float64, bool) {
 			return 0, false
 		}
 		return float64(e.Time.UnixNano()) / 1e9, true
-	case fVar, fHeader, fCookie:
+	case fVar, fHeader, fCookie, fArg:
 		s, ok := c.Str(e)
 		if !ok {
 			return 0, false
@@ -347,7 +396,7 @@ func (c Characteristic) AppendValue(dst []byte, e *Event) []byte {
 		return dst
 	case KindNumber:
 		switch c.id {
-		case fVar, fHeader, fCookie:
+		case fVar, fHeader, fCookie, fArg:
 		default:
 			f, ok := c.Num(e)
 			if !ok {

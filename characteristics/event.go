@@ -74,6 +74,8 @@ type Event struct {
 	// stacks names the client software of a JA4 (tls.client); set by the
 	// Enricher and read lazily, since fingerprints are joined after it.
 	stacks *bots.Stacks
+
+	nrm normalized // normalised request fields, computed on first use
 }
 
 // Bot is what an event says about a known crawler: bot.name and bot.verified.
@@ -95,7 +97,9 @@ func (e *Event) TLSClient() (string, bool) {
 // Reset clears e for reuse, keeping the backing arrays of its slices.
 func (e *Event) Reset() {
 	h, c, v := e.Headers[:0], e.Cookies[:0], e.Vars[:0]
-	*e = Event{Headers: h, Cookies: c, Vars: v}
+	n := e.nrm
+	n.reset()
+	*e = Event{Headers: h, Cookies: c, Vars: v, nrm: n}
 }
 
 // Header returns the value of the first header with the given lower-case name.
@@ -135,6 +139,7 @@ func (e *Event) Clone() Event {
 		JA3: strings.Clone(e.TLS.JA3), JA3N: strings.Clone(e.TLS.JA3N), JA4: strings.Clone(e.TLS.JA4),
 	}
 	c.JA4H = strings.Clone(e.JA4H)
+	c.nrm = normalized{}
 	c.Bot.Name = strings.Clone(e.Bot.Name)
 	return c
 }

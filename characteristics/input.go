@@ -1,5 +1,7 @@
 package characteristics
 
+import "strings"
+
 // Input returns the Rego input document of e: the characteristics of Names at
 // their Path. Absent values are left out, so `input.tls.ja4` is undefined on a
 // log line that was never joined to a handshake. It allocates, and is meant for
@@ -38,6 +40,39 @@ func (e *Event) Input() map[string]any {
 	if e.Status != 0 {
 		http["status"] = int64(e.Status)
 	}
+	norm := map[string]any{}
+	putStr(norm, "path", e.NormPath())
+	putStr(norm, "query", e.NormQuery())
+	putStr(norm, "user_agent", e.NormUserAgent())
+	putStr(norm, "referer", e.NormReferer())
+	http["norm"] = norm
+	args := map[string]any{}
+	for q := e.Query; q != ""; {
+		part := q
+		if i := strings.IndexByte(q, '&'); i >= 0 {
+			part, q = q[:i], q[i+1:]
+		} else {
+			q = ""
+		}
+		k, _, _ := strings.Cut(part, "=")
+		if k == "" {
+			continue
+		}
+		name := string(appendDecoded(nil, k, true, nil))
+		if _, dup := args[name]; !dup {
+			v, _ := e.Arg(name)
+			args[name] = strings.Clone(v)
+		}
+	}
+	http["args"] = args
+	anomalies := map[string]any{}
+	an := e.Anomalies()
+	for i, n := range anomalyNames {
+		if an&(1<<i) != 0 {
+			anomalies[n] = true
+		}
+	}
+	http["anomalies"] = anomalies
 	tls := map[string]any{}
 	putStr(tls, "sni", e.TLS.SNI)
 	putStr(tls, "alpn", e.TLS.ALPN)

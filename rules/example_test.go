@@ -33,6 +33,6 @@ func Example() {
 	// Output:
 	// aggressive_crawl: count per [ip.src], limit 300 per 5m0s, then rate_limit
 	// scan_404: count per [ip.src], limit 40 per 5m0s, then block
-	// scanner_ua: count per [ip.src], limit 3 per 10m0s, then block
-	// sensitive_probe: count per [ip.src], limit 5 per 10m0s, then block
+	// scanner_ua: count per [ip.src], limit 0.5 per 10m0s, then block
+	// sensitive_probe: count per [ip.src], limit 0.5 per 10m0s, then block
 }

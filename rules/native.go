@@ -18,6 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/characteristics/signature"
 )
 
 // predicate is a compiled expression: an OR of ANDs of conditions. No
@@ -62,6 +63,10 @@ type state struct {
 	// comparing it. Keys are copies, so they never alias an event's buffer.
 	memo     [32]memoEntry
 	memoNext int
+
+	masks   []signature.Mask // results of guardd built-ins per slot
+	sigMemo [16]sigMemoEntry // signature scans of long values across events
+	sigNext int
 }
 
 type memoEntry struct {
@@ -106,6 +111,7 @@ func (st *state) grow(slot int) {
 	st.vals = append(st.vals, make([]string, n-len(st.vals))...)
 	st.oks = append(st.oks, make([]bool, n-len(st.oks))...)
 	st.bufs = append(st.bufs, make([][]byte, n-len(st.bufs))...)
+	st.masks = append(st.masks, make([]signature.Mask, n-len(st.masks))...)
 }
 
 // slots numbers the cached operands of every set, by canonical name, so that
@@ -379,6 +385,10 @@ func (tr *translator) cost(e *ast.Expr) int {
 			c = 10
 		case "regex.match":
 			c = 20
+		case "guardd.signature":
+			c = 8
+		case "guardd.sqli", "guardd.xss", "guardd.query_sqli", "guardd.query_xss":
+			c = 30
 		}
 	} else if t, ok := e.Terms.(*ast.Term); ok {
 		if ref, ok := t.Value.(ast.Ref); ok && ref.HasPrefix(ast.DefaultRootRef) {
@@ -507,6 +517,8 @@ func (tr *translator) positive(e *ast.Expr) (cond, condSig, error) {
 		if len(args) == 2 {
 			return tr.cidr(args[0], args[1])
 		}
+	case "guardd.signature", "guardd.sqli", "guardd.xss", "guardd.query_sqli", "guardd.query_xss":
+		return tr.guarddCall(op, args)
 	}
 	return nil, condSig{}, unsup("built-in %s with %d operands is not compiled natively", op, len(args))
 }
@@ -571,7 +583,7 @@ func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
 	}
 	var name string
 	switch {
-	case len(segs) == 3 && segs[0] == "http" && (segs[1] == "headers" || segs[1] == "cookies"):
+	case len(segs) == 3 && segs[0] == "http" && (segs[1] == "headers" || segs[1] == "cookies" || segs[1] == "args" || segs[1] == "anomalies"):
 		name = "http." + segs[1] + "[" + strconv.Quote(segs[2]) + "]"
 	case len(segs) == 2 && segs[0] == "log":
 		name = "log[" + strconv.Quote(segs[1]) + "]"

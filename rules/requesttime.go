@@ -11,7 +11,7 @@ var requestPaths = [][]string{
 	{"ip", "src"}, {"ip", "prefix"}, {"ip", "asnum"}, {"ip", "country"}, {"ip", "port"},
 	{"http", "host"}, {"http", "method"}, {"http", "path"}, {"http", "query"},
 	{"http", "user_agent"}, {"http", "referer"}, {"http", "headers"}, {"http", "cookies"},
-	{"time"},
+	{"http", "norm"}, {"http", "args"}, {"http", "anomalies"}, {"time"},
 }
 
 // requestTime reports whether rule r, defined by module m, can be counted

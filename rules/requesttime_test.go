@@ -59,7 +59,10 @@ func TestBuiltinRequestTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"aggressive_crawl": true, "asn_scraping": true, "scanner_ua": true}
+	want := map[string]bool{
+		"aggressive_crawl": true, "asn_scraping": true, "scanner_ua": true, "exploit_payload": true,
+		"injection": true, "sqli_probe": true, "path_traversal": true,
+	}
 	for _, r := range set.Rules() {
 		if r.RequestTime != want[r.Name] {
 			t.Errorf("%s: RequestTime = %v, want %v", r.Name, r.RequestTime, want[r.Name])

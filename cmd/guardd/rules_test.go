@@ -30,7 +30,7 @@ func TestRulesCheck(t *testing.T) {
 		{
 			name:   "builtin and dir merged",
 			args:   []string{"check", "--builtin", "../../rules/testdata/good"},
-			stdout: []string{"10 rules ok"},
+			stdout: []string{"login_bruteforce", "slow_upstream", "header_count", " rules ok, ", " native, 1 fallback"},
 		},
 		{
 			name:   "duplicate rules across sources",

@@ -2,7 +2,7 @@ package guardd.rules.scanner_ua_test
 
 import data.guardd.rules.scanner_ua
 
-ua(s) := {"http": {"method": "GET", "path": "/", "user_agent": s, "headers": {}, "cookies": {}}, "ip": {"src": "198.51.100.9"}}
+ua(s) := {"http": {"method": "GET", "path": "/", "user_agent": s, "norm": {"user_agent": s}, "headers": {}, "cookies": {}}, "ip": {"src": "198.51.100.9"}}
 
 test_detects_default_tool_user_agents if {
 	every s in [

@@ -1,50 +1,25 @@
 # METADATA
-# title: Sensitive file and admin panel probing
+# title: Sensitive file probing
 # description: >-
-#   Requests for secrets (.env, .git, cloud credentials, backups) anywhere in
-#   the path, and for admin panels this site does not have (answered 404),
-#   counted per client address. A handful trips it.
+#   Requests for secrets anywhere in the normalised path (.env, .git/, cloud
+#   and SSH credentials, .htpasswd, wp-config.php), whatever the answer; and
+#   requests for leftovers (backups, dumps, editor swap files, CI files) that
+#   the site answers it does not have. A site that really serves a .sql file
+#   (an app fetching its migrations) answers 200 and is left alone.
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
-#   requests_per_period: 5
+#   requests_per_period: 0.5
 #   action: block
 #   mitigation_timeout: 1h
 #   algorithm: sliding_window
 package guardd.rules.sensitive_probe
 
-# Fragments that no legitimate request has, wherever they appear in the path.
-secrets := {
-	"/.env", "/.git/", "/.git", "/.svn/", "/.hg/", "/.aws/", "/.ssh/", "/.docker/",
-	"/.htpasswd", "/.htaccess", "/.ds_store", "/.vscode/", "/.idea/", "/.npmrc",
-	"/.kube/", "/.bash_history", "/wp-config.php", "/web.config", "/id_rsa",
-	"/etc/passwd", "/proc/self/", "/.well-known/security.txt~", "/phpinfo.php",
-}
-
-# Backup and editor leftovers of source and configuration files.
-backups := {".bak", ".old", ".orig", ".save", ".swp", ".swo", "~", ".sql", ".sql.gz", ".sqlite", ".tar.gz.bak"}
-
-# Admin panels and appliance endpoints; only counted when the site answers
-# 404, so a real WordPress or phpMyAdmin installation is not flagged.
-panels := {
-	"/wp-admin", "/wp-login.php", "/xmlrpc.php", "/phpmyadmin", "/pma/", "/myadmin",
-	"/mysqladmin", "/adminer", "/server-status", "/server-info", "/config.php",
-	"/admin.php", "/administrator/", "/cgi-bin/", "/actuator", "/manager/html",
-	"/solr/", "/jenkins", "/boaform", "/hnap1", "/vendor/phpunit", "/owa/",
-}
+count if guardd.signature(input.http.norm.path, "sensitive_file")
 
 count if {
-	p := lower(input.http.path)
-	some s in secrets
-	contains(p, s)
+	input.http.status in {400, 403, 404, 410}
+	guardd.signature(input.http.norm.path, "backup")
 }
 
-count if strings.any_suffix_match(lower(input.http.path), backups)
-
-count if {
-	input.http.status == 404
-	strings.any_prefix_match(lower(input.http.path), panels)
-}
-
-# Once tripped, everything from the address is refused.
 mitigate := true

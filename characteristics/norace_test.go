@@ -1,0 +1,5 @@
+//go:build !race
+
+package characteristics
+
+const raceEnabled = false

@@ -1,0 +1,173 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/types"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/characteristics/signature"
+)
+
+// guardd's own built-ins, registered with OPA for rule tests and fallback
+// evaluation, and compiled natively (translator.guarddCall) with their result
+// computed once per event and operand, shared by every rule that asks:
+//
+//	guardd.signature(s, classes)  s holds a fragment of one of the payload classes
+//	                              (signature.ClassNames, several separated by |)
+//	guardd.sqli(s), guardd.xss(s)               libinjection over s
+//	guardd.query_sqli(q), guardd.query_xss(q)   libinjection over each decoded value of the raw query q
+var guarddUnary = map[string]func(string) bool{
+	"guardd.sqli":       signature.SQLi,
+	"guardd.xss":        signature.XSS,
+	"guardd.query_sqli": signature.QuerySQLi,
+	"guardd.query_xss":  signature.QueryXSS,
+}
+
+func init() {
+	rego.RegisterBuiltin2(&rego.Function{
+		Name:        "guardd.signature",
+		Description: "Reports whether the string holds a fragment of one of the attack payload classes (" + strings.Join(signature.ClassNames(), ", ") + "; several separated by |), ASCII case ignored.",
+		Decl:        types.NewFunction(types.Args(types.Named("s", types.S), types.Named("class", types.S)), types.Named("result", types.B)),
+		Memoize:     true,
+	}, func(_ rego.BuiltinContext, s, class *ast.Term) (*ast.Term, error) {
+		str, ok1 := s.Value.(ast.String)
+		cl, ok2 := class.Value.(ast.String)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("guardd.signature: want two strings")
+		}
+		m, ok := signature.ParseClasses(string(cl))
+		if !ok {
+			return nil, fmt.Errorf("guardd.signature: unknown class in %q; accepted: %s, separated by |", cl, strings.Join(signature.ClassNames(), ", "))
+		}
+		return ast.BooleanTerm(signature.Scan(string(str))&m != 0), nil
+	})
+	for name, f := range guarddUnary {
+		rego.RegisterBuiltin1(&rego.Function{
+			Name:        name,
+			Description: "libinjection over the string (" + name + ")",
+			Decl:        types.NewFunction(types.Args(types.Named("s", types.S)), types.Named("result", types.B)),
+			Memoize:     true,
+		}, func(_ rego.BuiltinContext, s *ast.Term) (*ast.Term, error) {
+			str, ok := s.Value.(ast.String)
+			if !ok {
+				return nil, fmt.Errorf("%s: want a string", name)
+			}
+			return ast.BooleanTerm(f(string(str))), nil
+		})
+	}
+}
+
+// operandName names o's value for a cache slot.
+func operandName(o *operand) string {
+	switch o.fold {
+	case foldLower:
+		return "lower(" + o.c.String() + ")"
+	case foldUpper:
+		return "upper(" + o.c.String() + ")"
+	}
+	return o.c.String()
+}
+
+// guarddCall compiles a call of one of guardd's built-ins. Its result (the
+// whole class mask for guardd.signature) is cached per event in a slot of
+// the operand, so the field is scanned once whatever the number of rules and
+// classes asking.
+func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, error) {
+	var bit signature.Mask = 1
+	var slotKey string
+	var compute func(string) signature.Mask
+	switch {
+	case op == "guardd.signature":
+		if len(args) != 2 {
+			return nil, condSig{}, unsup("%s with %d operands", op, len(args))
+		}
+		cl, ok := constString(args[1])
+		if !ok {
+			return nil, condSig{}, unsup("guardd.signature with a non-constant class")
+		}
+		m, ok := signature.ParseClasses(cl)
+		if !ok {
+			return nil, condSig{}, unsup("guardd.signature: unknown class in %q; accepted: %s, separated by |", cl, strings.Join(signature.ClassNames(), ", "))
+		}
+		bit = m
+		slotKey = "guardd.signature"
+		compute = signature.Scan
+	case guarddUnary[op] != nil:
+		if len(args) != 1 {
+			return nil, condSig{}, unsup("%s with %d operands", op, len(args))
+		}
+		f := guarddUnary[op]
+		slotKey = op
+		compute = func(s string) signature.Mask {
+			if f(s) {
+				return 1
+			}
+			return 0
+		}
+	default:
+		return nil, condSig{}, unsup("built-in %s", op)
+	}
+	n := len(tr.used)
+	o, err := tr.operand(args[0])
+	if err != nil {
+		return nil, condSig{}, err
+	}
+	for i := n; i < len(tr.used); i++ {
+		tr.used[i].viaCall = true
+	}
+	if o.typ != tString {
+		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
+	}
+	slot := slotFor(slotKey + "(" + operandName(o) + ")")
+	memo := slotKey == "guardd.signature"
+	return func(e *characteristics.Event, st *state) bool {
+		if slot >= len(st.gens) {
+			st.grow(slot)
+		}
+		if st.gens[slot] != st.gen {
+			v, ok := o.str(e, st)
+			var m signature.Mask
+			if ok && v != "" {
+				if memo {
+					m = st.scan(v, compute)
+				} else {
+					m = compute(v)
+				}
+			}
+			st.gens[slot], st.oks[slot], st.masks[slot] = st.gen, ok, m
+		}
+		return st.oks[slot] && st.masks[slot]&bit != 0
+	}, condSig{}, nil
+}
+
+// sigMemoMin is the shortest value whose scan is remembered across events:
+// user agents and referers repeat, and comparing one costs less than
+// scanning it.
+const sigMemoMin = 24
+
+// scan returns signature.Scan(v) (through compute), remembering the results
+// of long values across events.
+func (st *state) scan(v string, compute func(string) signature.Mask) signature.Mask {
+	if len(v) < sigMemoMin || len(v) > memoMax {
+		return compute(v)
+	}
+	for i := range st.sigMemo {
+		if e := &st.sigMemo[i]; len(e.key) == len(v) && string(e.key) == v {
+			return e.mask
+		}
+	}
+	m := compute(v)
+	e := &st.sigMemo[st.sigNext]
+	st.sigNext = (st.sigNext + 1) % len(st.sigMemo)
+	e.key, e.mask = append(e.key[:0], v...), m
+	return m
+}
+
+type sigMemoEntry struct {
+	key  []byte
+	mask signature.Mask
+}
