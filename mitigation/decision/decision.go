@@ -168,7 +168,7 @@ func (h *Handler) SetRules(set *rules.Set) error {
 		if err != nil {
 			return fmt.Errorf("decision: %w", err)
 		}
-		if limits.Len() > 0 {
+		if limits.Active() {
 			st.limits = limits
 		}
 	}
@@ -234,6 +234,10 @@ func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 		return
 	}
 	h.deny(w, d, s)
+	if d.Shed {
+		h.m.observe(outcomeShed, start)
+		return
+	}
 	h.m.observe(outcomeOf(d.Action), start)
 }
 
@@ -303,6 +307,10 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 				best.Limit, best.Window = st.rules[ri].Requests, st.rules[ri].Period
 			}
 		}
+	}
+	if tv.Shed && best.Allow {
+		// The server protecting itself: a 503, unless a mitigation answers.
+		return Decision{Shed: true, Retry: tv.Retry, Throttle: tv}, nil
 	}
 	if tv.Refused && (best.Allow || mitigation.ActionThrottle.Stronger(bestM.Action)) {
 		r := tv.Rule
