@@ -89,6 +89,7 @@ type daemon struct {
 	pipe    atomic.Pointer[pipeline]
 	store   *mitigation.Store
 	dec     *decision.Handler
+	limits  *throttle.Limiter // request-time limits: in flight, shedding
 	decSrv  *http1.Server
 	tailer  *tail.Tailer
 	token   string
@@ -165,13 +166,14 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		}
 		counter = &requestCounter{d: d}
 	}
-	limits, err := throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys, Registerer: reg, Logger: logger})
+	d.limits, err = throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
+		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: reg, Logger: logger})
 	if err != nil {
 		d.store.Close()
 		return nil, err
 	}
 	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Counter: counter,
-		Throttle: limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
+		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
 		d.store.Close()
 		return nil, err
@@ -306,6 +308,7 @@ func (d *daemon) Run(ctx context.Context) error {
 		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipe.Load().rules.Rules()), "mitigations", d.store.Len())
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
+	g.Go(func() error { return d.limits.Run(ctx) })
 	g.Go(func() error {
 		defer d.decisionLn.Close()
 		return d.decSrv.Serve(ctx, d.decisionLn)
@@ -422,6 +425,7 @@ func (d *daemon) runTail(ctx context.Context) error {
 				d.skipCounted(&ev, rs, mm.Items)
 			}
 			p.engine.Apply(ev.Time, mm.Items, mm.Keys)
+			d.limits.Observe(&ev) // in-flight release, shedding signals
 			for _, it := range mm.Items {
 				if it.Count {
 					perRule[it.Rule]++
@@ -561,6 +565,8 @@ func (d *daemon) reloaders(p *pipeline) []config.Reloader {
 			diff("decision.shed_after", o.Decision.ShedAfter != n.Decision.ShedAfter)
 			diff("decision.count", o.Decision.Count != n.Decision.Count)
 			diff("decision.throttle_shadow", o.Decision.ThrottleShadow != n.Decision.ThrottleShadow)
+			diff("decision.in_flight_timeout", o.Decision.InFlightTimeout != n.Decision.InFlightTimeout)
+			diff("shedding", !reflect.DeepEqual(o.Shedding, n.Shedding))
 			diff("admin", o.Admin != n.Admin)
 			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
 			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)

@@ -310,14 +310,20 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	}
 	if tv.Shed && best.Allow {
 		// The server protecting itself: a 503, unless a mitigation answers.
-		return Decision{Shed: true, Retry: tv.Retry, Throttle: tv}, nil
+		best = Decision{Shed: true, Retry: tv.Retry}
 	}
 	if tv.Refused && (best.Allow || mitigation.ActionThrottle.Stronger(bestM.Action)) {
 		r := tv.Rule
 		best = Decision{Action: mitigation.ActionThrottle, Rule: r.Name, Retry: time.Duration(tv.RetrySeconds()) * time.Second,
 			Limit: r.Requests, Window: r.Period}
+		if r.Concurrency > 0 { // a policy of requests in flight: no window
+			best.Limit, best.Window = float64(r.Concurrency), 0
+		}
 	}
 	best.Throttle = tv
+	if !best.Allow {
+		h.limiter.Denied(ev)
+	}
 	return best, nil
 }
 
@@ -529,8 +535,10 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		// when a rule set one (a manual mitigation has none).
 		hd.Set("Retry-After", retry)
 		hd.Set("RateLimit", fmt.Sprintf(`"%s";r=0;t=%s`, policyName(p.rule), retry))
-		if p.q != "" {
+		if p.q != "" && p.w > 0 {
 			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s;w=%d`, policyName(p.rule), p.q, p.w))
+		} else if p.q != "" {
+			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s`, policyName(p.rule), p.q))
 		}
 		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
 	case "shed":

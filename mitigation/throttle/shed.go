@@ -51,6 +51,12 @@ type ShedClass struct {
 	Rules []string
 }
 
+// Validate checks c as New does.
+func (c ShedConfig) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 func (c *ShedConfig) withDefaults() (ShedConfig, error) {
 	s := *c
 	if len(s.Classes) == 0 {

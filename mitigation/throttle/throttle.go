@@ -73,7 +73,8 @@ type Limiter struct {
 	last     *Rules // the counters of the last Build, reused by the next
 	m        *metrics
 	inflight *inflight
-	shed     *shedder // nil: no shedding
+	shed     *shedder       // nil: no shedding
+	denied   *counting.Seen // with shedding: IDs of requests guardd refused
 }
 
 // New validates cfg and registers the metrics. It starts nothing: Run
@@ -95,6 +96,11 @@ func New(cfg Config) (*Limiter, error) {
 	l := &Limiter{cfg: cfg, log: cfg.Logger, inflight: newInflight(cfg.InFlightTimeout, cfg.MaxInFlight)}
 	if len(sc.Classes) > 0 {
 		l.shed = &shedder{cfg: sc}
+		// guardd's own refusals (429, 503, 403) are no sign of an
+		// overloaded upstream: their log lines are left out of the signals.
+		if l.denied, err = counting.NewSeen(1<<18, cfg.InFlightTimeout); err != nil {
+			return nil, err
+		}
 	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -113,7 +119,22 @@ func (l *Limiter) Observe(ev *characteristics.Event) {
 		l.inflight.release(counting.HashString(id), ev.Time.UnixNano())
 	}
 	if l.shed != nil {
+		if id, ok := ev.Var("request_id"); ok && l.denied.Take(counting.HashString(id), ev.Time.UnixNano()) {
+			return // answered by guardd, not the upstream
+		}
 		l.shed.observe(ev.Status, ev.RequestTime)
+	}
+}
+
+// Denied tells the shedder that guardd refused the request ev (a throttle,
+// a mitigation, shedding), so that its log line does not count as the
+// upstream's answer. It does nothing without shedding or a request ID.
+func (l *Limiter) Denied(ev *characteristics.Event) {
+	if l.denied == nil {
+		return
+	}
+	if id, ok := ev.Header(requestIDHeader); ok && id != "" {
+		l.denied.Add(counting.HashString(id), ev.Time.UnixNano())
 	}
 }
 
