@@ -58,12 +58,19 @@ type Counter interface {
 	CountRequest(ev *characteristics.Event)
 }
 
+// Enricher completes a request's event: trusted proxies, prefix, ASN and
+// country. *characteristics.Enricher is one; the daemon passes the
+// pipeline's Holder, so a configuration reload reaches it.
+type Enricher interface {
+	Enrich(e *characteristics.Event)
+}
+
 // Config configures a Handler.
 type Config struct {
-	Store    Store                     // required
-	Rules    *rules.Set                // rules whose mitigation expressions apply; may be replaced with SetRules
-	Enricher *characteristics.Enricher // nil: prefixes only
-	Shadow   *shadowban.Responder      // nil: an empty JSON 200
+	Store    Store                // required
+	Rules    *rules.Set           // rules whose mitigation expressions apply; may be replaced with SetRules
+	Enricher Enricher             // nil: prefixes only
+	Shadow   *shadowban.Responder // nil: an empty JSON 200
 	// Counter, if set, counts each decide request before its mitigations
 	// are looked up, so the request that trips a rule is already
 	// mitigated. nil: requests are counted from the log only.
@@ -87,7 +94,7 @@ type Config struct {
 type Handler struct {
 	store    Store
 	state    atomic.Pointer[ruleState]
-	enricher *characteristics.Enricher
+	enricher Enricher
 	shadow   *shadowban.Responder
 	counter  Counter
 	limiter  *throttle.Limiter
