@@ -76,6 +76,9 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
 		}
+		if r.Action == mitigation.ActionThrottle {
+			continue // no counter here: the decision API counts it (Prepare skips it)
+		}
 		if len(r.Windows) > 1 || r.Distinct != nil {
 			ws := make([]counting.Window, len(r.Windows))
 			for j, w := range r.Windows {
