@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
 )
 
 // TestChromiumLiveStatusPage loads the running daemon's /status in headless

@@ -61,4 +61,3 @@ func statusPageHTML(t *testing.T, td *testDaemon) string {
 	}
 	return string(b)
 }
-
