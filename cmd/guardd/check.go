@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/pipeline"
 )
 
 func init() {
@@ -43,15 +42,14 @@ file, line and field of the first error otherwise.`, args, stdout, stderr)
 		fmt.Fprintln(stderr, "guardd check:", err)
 		return 1
 	}
-	d := &daemon{log: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry()}
-	p, err := d.build(cfg)
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintf(stderr, "guardd check: %s: %v\n", *configPath, err)
 		return 1
 	}
-	p.enricher.Close()
+	p.Release()
 	var names []string
-	for _, r := range p.rules.Rules() {
+	for _, r := range p.Rules().Rules() {
 		names = append(names, r.Name)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", *configPath)
