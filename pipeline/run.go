@@ -65,6 +65,10 @@ type Config struct {
 	// Sweep is how often (wall clock) idle counters are swept in a live
 	// run; 0 means 10s. A replay never sweeps.
 	Sweep time.Duration
+	// Observe, when set, is handed every event parsed, on the workers and
+	// so concurrently, before it is counted: the request-time limiter's
+	// view of the log (in-flight release, shedding signals).
+	Observe func(*characteristics.Event)
 }
 
 // Stats summarises a run so far.
@@ -314,6 +318,9 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
 		p.enricher.Enrich(ev)
 		if cfg.Join != nil {
 			cfg.Join.Enrich(ev)
+		}
+		if cfg.Observe != nil {
+			cfg.Observe(ev)
 		}
 		lo := uint32(len(b.m.Items))
 		p.engine.Prepare(ev, &b.m)

@@ -97,7 +97,7 @@ var browserJA4s = []string{
 }
 
 var (
-	pages   = []string{"/", "/products", "/about", "/cart", "/search?q=shoes", "/blog", "/blog/post-1", "/account", "/contact", "/faq",
+	pages = []string{"/", "/products", "/about", "/cart", "/search?q=shoes", "/blog", "/blog/post-1", "/account", "/contact", "/faq",
 		"/search?q=select+dining+chairs", "/search?q=union+station+hotels", "/search?q=drop+table+legs"}
 	statics = []string{"/static/app.js", "/static/vendor.js", "/static/app.css", "/static/logo.png", "/static/fonts/inter.woff2", "/favicon.ico", "/static/hero.jpg", "/static/icons.svg"}
 	apis    = []string{"/api/cart", "/api/user", "/api/recommendations", "/api/products?page=1", "/api/products?page=2", "/api/stock", "/api/events"}

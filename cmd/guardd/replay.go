@@ -21,6 +21,7 @@ import (
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/report"
 )
 
 func init() {
@@ -46,6 +47,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		mmdb       = fs.String("mmdb", "", "MaxMind database (.mmdb) for ip.src.asnum and ip.src.country")
 		workers    = fs.Int("workers", 0, "parallel workers (default: all cores)")
 		progress   = fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never")
+		htmlOut    = fs.String("html", "", "also write a self-contained HTML report to this file: requests and trips over time per rule, the most mitigated keys, how close benign-looking keys came to each limit")
 		ruleDirs   stringList
 		pcaps      stringList
 	)
@@ -91,8 +93,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	report := pipeline.NewReport(*clients)
-	rc := replay.Config{Pipeline: p, Report: report, Workers: *workers, Logger: logger}
+	rep := pipeline.NewReport(*clients)
+	rc := replay.Config{Pipeline: p, Report: rep, Workers: *workers, Logger: logger}
 	if len(pcaps) > 0 {
 		// The whole capture is read before the logs, so entries must live as
 		// long as the capture spans.
@@ -114,6 +116,11 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		bar = &progressBar{w: stderr}
 		rc.Progress = bar.update
 	}
+	var rec *report.Recorder
+	if *htmlOut != "" {
+		rec = report.NewRecorder(p.Engine().Rules())
+		p.Engine().SetOnCount(rec.Count)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	st, err := replay.Run(ctx, rc, logs)
@@ -121,11 +128,18 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	ms := report.Mitigations()
+	ms := rep.Mitigations()
+	if rec != nil {
+		if err := writeReplayHTML(*htmlOut, rec, ms, st, logs); err != nil {
+			fmt.Fprintln(stderr, "guardd replay:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "guardd replay: wrote the report to %s\n", *htmlOut)
+	}
 	out := bufio.NewWriter(stdout)
 	switch {
 	case *clients:
-		writeClientsJSON(out, report.Clients())
+		writeClientsJSON(out, rep.Clients())
 	case *asJSON:
 		writeMitigationsJSON(out, ms)
 	default:
@@ -179,6 +193,20 @@ type mitigationJSON struct {
 	Count     int64     `json:"count"`
 	Trips     int64     `json:"trips"`
 	Expires   string    `json:"expires"`
+}
+
+func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, st replay.Stats, logs []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	info := report.Info{Files: logs, Lines: st.Lines, Malformed: st.Malformed, Mitigated: st.Mitigated,
+		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now()}
+	if err := report.WriteReplayHTML(f, rec.Report(info, ms, 10)); err != nil {
+		f.Close()
+		return fmt.Errorf("html report: %w", err)
+	}
+	return f.Close()
 }
 
 func writeMitigationsJSON(w io.Writer, ms []pipeline.Mitigation) {

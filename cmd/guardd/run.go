@@ -88,6 +88,7 @@ type daemon struct {
 	pm      *pipeline.Metrics
 	store   *mitigation.Store
 	dec     *decision.Handler
+	limits  *throttle.Limiter // request-time limits: in flight, shedding
 	decSrv  *http1.Server
 	admin   http.Handler
 	tailer  *tail.Tailer
@@ -162,14 +163,15 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		}
 		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: logger}
 	}
-	limits, err := throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys, Registerer: reg, Logger: logger})
+	d.limits, err = throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
+		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: reg, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}
 	// The holder is the decision API's enricher: a reload reaches it, and a
 	// MaxMind reader is closed only once no decision uses it.
 	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Shadow: sb, Counter: counter,
-		Throttle: limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
+		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}
@@ -182,7 +184,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return fail(err)
 	}
-	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger}); err != nil {
+	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d}}); err != nil {
 		return fail(err)
 	}
 	if err := d.buildOutputs(cfg); err != nil {
@@ -263,6 +265,7 @@ func (d *daemon) Run(ctx context.Context) error {
 		"inputs", inputsOf(cfg), "outputs", outputsOf(cfg))
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
+	g.Go(func() error { return d.limits.Run(ctx) })
 	g.Go(func() error {
 		defer d.decisionLn.Close()
 		return d.decSrv.Serve(ctx, d.decisionLn)
@@ -353,6 +356,7 @@ func (d *daemon) runTail(ctx context.Context) error {
 	if d.join != nil {
 		cfg.Join = d.join
 	}
+	cfg.Observe = d.limits.Observe // in-flight release, shedding signals
 	_, err := pipeline.Run(ctx, cfg, tailSource{d})
 	if lastPos != nil {
 		save(*lastPos)
@@ -502,6 +506,8 @@ func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 			diff("decision.shed_after", o.Decision.ShedAfter != n.Decision.ShedAfter)
 			diff("decision.count", o.Decision.Count != n.Decision.Count)
 			diff("decision.throttle_shadow", o.Decision.ThrottleShadow != n.Decision.ThrottleShadow)
+			diff("decision.in_flight_timeout", o.Decision.InFlightTimeout != n.Decision.InFlightTimeout)
+			diff("shedding", !reflect.DeepEqual(o.Shedding, n.Shedding))
 			diff("admin", o.Admin != n.Admin)
 			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
 			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)

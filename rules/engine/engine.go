@@ -60,6 +60,8 @@ type Engine struct {
 
 	// distinct[i] is rule i's counter when the rule counts distinct values.
 	distinct []DistinctCounter
+
+	onCount func(Counted) // see SetOnCount
 }
 
 // New builds an engine with one counter table per rule.
@@ -73,6 +75,9 @@ func New(cfg Config) (*Engine, error) {
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
 		if err != nil {
 			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
+		}
+		if r.Action == mitigation.ActionThrottle {
+			continue // no counter here: the decision API counts it (Prepare skips it)
 		}
 		if len(r.Windows) > 1 || r.Distinct != nil {
 			ws := make([]counting.Window, len(r.Windows))
@@ -106,6 +111,23 @@ func (e *Engine) Rules() []*rules.Rule { return e.rules }
 
 // SetCounter replaces rule i's counter, for a fleet-wide tier.
 func (e *Engine) SetCounter(i int, c Counter) { e.counters[i] = c }
+
+// Counted is one counting step, as SetOnCount reports it.
+type Counted struct {
+	Rule   int    // index in Rules
+	Key    uint64 // hash of Values
+	Values []byte // the key's characteristic values, each ended by 0xff; valid during the call only
+	Time   time.Time
+	Result counting.Result // Exceeded: the rule tripped (or stays over) on this key
+}
+
+// SetOnCount has f called after every count, on the goroutine that calls
+// Apply (the replay report watches how close keys come to their limits).
+// Set it before the first Apply; nil stops it.
+func (e *Engine) SetOnCount(f func(Counted)) { e.onCount = f }
+
+// ScopeOf turns the Values of a Counted of rule r into its scope.
+func ScopeOf(r *rules.Rule, values []byte) []characteristics.Field { return scope(r, values) }
 
 // Match is one rule's verdict on one event, prepared for Apply.
 type Match struct {
@@ -208,6 +230,9 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []
 			res = d.AddDistinct(it.Key, it.Value, now)
 		} else {
 			res = e.counters[it.Rule].Add(it.Key, it.N, now)
+		}
+		if e.onCount != nil {
+			e.onCount(Counted{Rule: int(it.Rule), Key: it.Key, Values: keys[it.KeyOff : it.KeyOff+it.KeyLen], Time: t, Result: res})
 		}
 		if !res.Exceeded {
 			continue

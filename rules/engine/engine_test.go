@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -160,5 +161,30 @@ func TestApplyAllocs(t *testing.T) {
 		trips = e.Apply(ev.Time, m.Items, m.Keys, trips[:0])
 	}); n != 0 {
 		t.Errorf("Apply allocates %v times per event", n)
+	}
+}
+
+func TestOnCount(t *testing.T) {
+	e := newEngine(t, loginRule)
+	type step struct {
+		scope    string
+		count    float64
+		exceeded bool
+	}
+	var got []step
+	e.SetOnCount(func(c engine.Counted) {
+		sc := engine.ScopeOf(e.Rules()[c.Rule], c.Values)
+		got = append(got, step{sc[0].Name + "=" + sc[0].Value, c.Result.Count, c.Result.Exceeded})
+	})
+	feed(t, e, []req{
+		{at: 0, ip: "203.0.113.7", method: "POST", path: "/login", status: 401},
+		{at: time.Second, ip: "203.0.113.7", method: "GET", path: "/", status: 200}, // not counted
+		{at: 2 * time.Second, ip: "203.0.113.7", method: "POST", path: "/login", status: 401},
+		{at: 3 * time.Second, ip: "203.0.113.7", method: "POST", path: "/login", status: 401},
+		{at: 4 * time.Second, ip: "203.0.113.7", method: "POST", path: "/login", status: 401, trip: true},
+	})
+	want := []step{{"ip.src=203.0.113.7", 1, false}, {"ip.src=203.0.113.7", 2, false}, {"ip.src=203.0.113.7", 3, false}, {"ip.src=203.0.113.7", 4, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("OnCount saw %v, want %v", got, want)
 	}
 }
