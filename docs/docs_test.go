@@ -3,8 +3,8 @@ package docs
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
