@@ -37,6 +37,9 @@ type Config struct {
 	Now      func() time.Time    // nil: time.Now
 	// Logger records operators' changes with who made them; nil: discard.
 	Logger *slog.Logger
+	// StatusPage is served at GET /status without the token, like /metrics:
+	// a page for people, with counts and no addresses. nil: none.
+	StatusPage http.Handler
 }
 
 // New returns the admin API's handler.
@@ -60,6 +63,9 @@ func New(cfg Config) (http.Handler, error) {
 	mux := http.NewServeMux()
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	if cfg.StatusPage != nil {
+		mux.Handle("GET /status", cfg.StatusPage)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /v1/status", a.auth(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, cfg.Status()) }))
