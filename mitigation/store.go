@@ -615,6 +615,7 @@ type Shape struct {
 	// own ip.src.prefix, as shapes from NewShape do.
 	Prefix   netip.Prefix
 	prefixes [][]byte // per name: its uvarint length and the name, as Key hashes them
+	filter   *prefixFilter
 }
 
 // NewShape parses a list of characteristic names into a Shape.
@@ -651,9 +652,56 @@ func shapeOf(sc Scope) (Shape, error) {
 				zero = netip.IPv6Unspecified()
 			}
 			sh.Prefix = netip.PrefixFrom(zero, pfx.Bits())
+			if pfx.Bits() > 0 {
+				sh.filter = &prefixFilter{bits: min(pfx.Bits(), 64)}
+			}
 		}
 	}
 	return sh, nil
+}
+
+// prefixFilter is what a shape holding ip.src.prefix knows of its held
+// prefixes without a key: how many fall in each of 4096 buckets of their
+// leading bits. A request whose address lands in an empty bucket cannot match
+// the shape, so Key skips it without formatting, hashing or probing: with
+// bans of many prefix lengths, most requests pay one atomic load per length
+// (BenchmarkDecidePrefixes). Counts change under the store's writer lock;
+// readers load them atomically.
+type prefixFilter struct {
+	bits   int // leading bits that place an address: the prefix length, at most 64
+	counts [prefixFilterBuckets]atomic.Int32
+}
+
+const prefixFilterBuckets = 4096
+
+func (f *prefixFilter) bucket(a netip.Addr) int {
+	var top uint64
+	if a.Is4() {
+		b := a.As4()
+		top = uint64(binary.BigEndian.Uint32(b[:])) << 32
+	} else {
+		b := a.As16()
+		top = binary.BigEndian.Uint64(b[:8])
+	}
+	top &= ^uint64(0) << (64 - f.bits)
+	return int((top * 0x9e3779b97f4a7c15) >> (64 - 12)) // Fibonacci hashing into 4096
+}
+
+// may reports whether a held prefix of the shape can hold a.
+func (f *prefixFilter) may(a netip.Addr) bool { return f.counts[f.bucket(a)].Load() > 0 }
+
+// count adds d to the bucket of sc's ip.src.prefix. A nil filter ignores it.
+func (f *prefixFilter) count(sc Scope, d int32) {
+	if f == nil {
+		return
+	}
+	for _, p := range sc {
+		if p.Name == namePrefix {
+			if pfx, err := netip.ParsePrefix(p.Value); err == nil {
+				f.counts[f.bucket(pfx.Addr())].Add(d)
+			}
+		}
+	}
 }
 
 // shapeID names a scope's shape: its names and, for ip.src.prefix, the
@@ -683,12 +731,19 @@ func shapeID(sc Scope) string {
 // Key computes the key of e's values for this shape (equal to Scope.Key of
 // the same pairs), using buf as scratch; buf is returned, possibly grown, for
 // reuse. ok is false when e lacks one of the characteristics (no scope holds
-// an empty value), or when the shape's Prefix is of the other address family
-// than e's address. It does not allocate once buf is large enough: the
+// an empty value), when the shape's Prefix is of the other address family
+// than e's address, or when no prefix the store holds for this shape can
+// hold e's address (see prefixFilter). It does not allocate once buf is large enough: the
 // canonical bytes are laid out in buf and hashed once.
 func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte, ok bool) {
 	if len(sh.prefixes) != len(sh.Characteristics) {
 		return 0, buf, false // not made by NewShape
+	}
+	if sh.filter != nil { // before any work: most requests stop here
+		a := e.IP.Unmap()
+		if !a.IsValid() || a.Is4() != sh.Prefix.Addr().Is4() || !sh.filter.may(a) {
+			return 0, buf, false
+		}
 	}
 	buf = buf[:0]
 	for i, c := range sh.Characteristics {
@@ -740,6 +795,7 @@ func (s *Store) insertLocked(n *node) {
 		for i := range n.scope {
 			n.scope[i].Name = r.shape.Names[i] // one copy of each name
 		}
+		r.shape.filter.count(n.scope, +1) // before readers can find n
 	}
 	s.byID[n.id] = n
 	heap.Push(&s.heap, n)
@@ -783,6 +839,9 @@ func (s *Store) removeLocked(n *node) {
 	sh.mu.Unlock()
 	s.n.Add(-1)
 	s.met.active[n.action].Dec()
+	if r := s.shapeRefs[shapeID(n.scope)]; r != nil {
+		r.shape.filter.count(n.scope, -1) // after readers lost n
+	}
 	s.shapeRefLocked(n.scope, -1)
 	s.releaseLabelLocked(n.label)
 	s.feed.push(change{n: n, deleted: true})

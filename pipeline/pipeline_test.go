@@ -17,6 +17,7 @@ import (
 	"github.com/guardd/guardd/characteristics/mmdbtest"
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/rules/engine"
 )
 
 const loginRule = `# METADATA
@@ -245,5 +246,40 @@ func TestStoreIsTheOnlyTable(t *testing.T) {
 	if len(cs) != 1 || cs[0].Addr.String() != "203.0.113.7" || cs[0].Requests != 200 || cs[0].Actioned != 197 ||
 		cs[0].Actions[mitigation.ActionBlock] != 197 || !cs[0].Mitigated || strings.Join(cs[0].Rules, ",") != "login" {
 		t.Fatalf("clients %+v", cs)
+	}
+}
+
+// TestScopeKey: the key hashed from a trip's bytes is the store's key of its
+// canonical scope, so the lookup before Add finds what Add made.
+func TestScopeKey(t *testing.T) {
+	p := build(t, "")
+	defer p.Release()
+	store := newStore(t)
+	var src lines
+	for i := range 5 {
+		src = append(src, logLine("2001:db8::7", "/login", 401, wall.Add(-time.Minute+time.Duration(i)*time.Second)))
+	}
+	h := NewHolder(p)
+	p.refs.Add(1) // keep p for the checks below
+	var trips int
+	if _, err := Run(context.Background(), Config{Pipelines: h, Store: store, Now: func() time.Time { return wall }}, src); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	for _, m := range store.List(wall) {
+		trips++
+		var ev characteristics.Event
+		ev.IP = netip.MustParseAddr("2001:db8::7")
+		var key []byte
+		for _, c := range p.rules.Rules()[0].Characteristics {
+			key = append(c.AppendValue(key, &ev), 0xff)
+		}
+		tr := engine.Trip{Rule: p.rules.Rules()[0], KeyBytes: key}
+		if got, want := scopeKey(&tr), m.Scope.Key(); got != want {
+			t.Errorf("scope key %x, store key %x for %s", got, want, m.Scope)
+		}
+	}
+	if trips != 1 {
+		t.Fatalf("%d mitigations, want 1", trips)
 	}
 }

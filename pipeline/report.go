@@ -20,7 +20,7 @@ type Report struct {
 }
 
 type reportKey struct {
-	rule string
+	rule int32 // index in the replay's one rule set
 	key  uint64
 }
 
@@ -51,17 +51,23 @@ func NewReport(clients bool) *Report {
 	return r
 }
 
-// trip records a trip the store holds m for.
-func (r *Report) trip(p *Pipeline, tr *engine.Trip, m mitigation.Mitigation, _ bool) {
-	k := reportKey{tr.Rule.Name, tr.Key}
+// entry returns the record of tr's rule and key, nil if none.
+func (r *Report) entry(tr *engine.Trip) *Mitigation {
+	return r.entries[reportKey{int32(tr.Index), tr.Key}]
+}
+
+// trip records a trip the store holds a mitigation for, with action and
+// expiry as the store holds them.
+func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Time) {
+	k := reportKey{int32(tr.Index), tr.Key}
 	e := r.entries[k]
 	if e == nil {
 		e = &Mitigation{Rule: tr.Rule.Name, Scope: tr.Scope(), FirstSeen: tr.Time}
 		r.entries[k] = e
 	}
 	e.Trips++
-	e.Action = m.Action
-	e.Expires = m.Expires
+	e.Action = action
+	e.Expires = expires
 }
 
 // judge applies the mitigations in force at t to one request, as the
@@ -76,13 +82,16 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, t time.Time, items []engi
 		}
 		cs.requests++
 	}
+	if len(r.entries) == 0 {
+		return false
+	}
 	applied := false
 	best := (*Mitigation)(nil)
 	for _, it := range items {
 		if !it.Mitigate {
 			continue
 		}
-		e := r.entries[reportKey{p.rules.Rules()[it.Rule].Name, it.Key}]
+		e := r.entries[reportKey{it.Rule, it.Key}]
 		if e == nil || !t.Before(e.Expires) {
 			continue
 		}

@@ -142,7 +142,7 @@ func (td *testDaemon) decide(t *testing.T, ip, uri string) (int, string) {
 
 func (td *testDaemon) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous: the machine may be busy
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
