@@ -219,12 +219,12 @@ func stopFleet(nodes []*fleetNode) {
 	}
 }
 
-// throughput: three nodes, 100,000 client keys, sliding window 1,000/min
+// throughput: three nodes, 10,000 client keys, sliding window 1,000/min
 // per key (traffic stays under it, as most traffic does), as fast as the
 // CPU allows; then one EVALSHA per event on the same Redis.
 func throughput(t *tb) {
 	srv := redistest.Start(t, 0)
-	const keys = 100_000
+	const keys = 10_000
 	rule := redis.Rule{Name: "tput", Limit: counting.Limit{Period: time.Minute, Requests: 1000}}
 	nodes := startFleet(srv.Addr, 3, rule, redis.Config{Deadline: *deadline})
 	workers := max(runtime.GOMAXPROCS(0)/3, 1)
