@@ -76,6 +76,18 @@ func (c *collector) has(from, to int) bool {
 	return true
 }
 
+// hasAny reports whether any line in [from, to) was read.
+func (c *collector) hasAny(from, to int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := from; i < to; i++ {
+		if c.count[i] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // TestCopyTruncateWhileStopped: lines written after the checkpoint, then a
 // copytruncate while the tailer is down, are read from the copy on restart,
 // and the truncated file from its start; nothing lost, nothing twice. The
