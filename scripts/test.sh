@@ -11,7 +11,8 @@ FUZZTIME=${FUZZTIME:-10s}
 export DEBIAN_FRONTEND=noninteractive
 
 need=()
-for pair in tshark:tshark tcpdump:tcpdump openssl:openssl ip:iproute2 nft:nftables nginx:nginx-light; do
+for pair in tshark:tshark tcpdump:tcpdump openssl:openssl ip:iproute2 nft:nftables nginx:nginx-light \
+    redis-server:redis-server redis-sentinel:redis-sentinel redis-cli:redis-tools; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done

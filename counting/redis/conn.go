@@ -1,0 +1,391 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/guardd/guardd/counting"
+	"github.com/redis/rueidis"
+)
+
+// Mode is how the Redis deployment is reached.
+type Mode uint8
+
+// Modes (DESIGN.md, fleet.redis.mode). The zero value is Standalone.
+const (
+	Standalone Mode = iota
+	Sentinel
+	Cluster
+	numModes
+)
+
+var modeNames = [numModes]string{Standalone: "standalone", Sentinel: "sentinel", Cluster: "cluster"}
+
+// String returns the configuration name, or "other".
+func (m Mode) String() string {
+	if m < numModes {
+		return modeNames[m]
+	}
+	return "other"
+}
+
+// ParseMode parses fleet.redis.mode; "" means Standalone.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return Standalone, nil
+	}
+	for m, n := range modeNames {
+		if s == n {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("counting/redis: unknown mode %q; expect 'standalone', 'sentinel' or 'cluster'", s)
+}
+
+// Options says where Redis is. The zero value of each optional field means
+// its default.
+type Options struct {
+	// Addresses are host:port of the server (standalone), of the sentinels
+	// (sentinel) or of some cluster nodes (cluster).
+	Addresses []string
+	Mode      Mode
+	// MasterName is the sentinel master set; required in sentinel mode.
+	MasterName string
+	// Username and Password authenticate, when set.
+	Username, Password string
+	// DialTimeout bounds one connection attempt; 0 means 1s. Connecting
+	// happens off the request path.
+	DialTimeout time.Duration
+}
+
+// ErrNotConnected is returned while no connection to Redis has been made.
+var ErrNotConnected = errors.New("counting/redis: not connected")
+
+// Conn is guardd's connection to Redis, for the counting tier and for
+// mitigation propagation. It wraps rueidis: commands issued concurrently
+// are pipelined automatically, scripts run by EVALSHA and fall back to
+// EVAL, Cluster commands are routed by slot, and nothing is ever read from
+// a replica. It connects lazily: a Conn made while Redis is down works once
+// Redis is back. Safe for concurrent use.
+type Conn struct {
+	opt Options
+
+	mu     sync.Mutex
+	client rueidis.Client // nil until connected
+
+	scripts [counting.GCRA + 1]*rueidis.Lua
+	nodes   *rueidis.Lua
+	publish *rueidis.Lua
+	active  *rueidis.Lua
+}
+
+// NewConn validates opt. It does not connect: the first command does.
+func NewConn(opt Options) (*Conn, error) {
+	if len(opt.Addresses) == 0 {
+		return nil, fmt.Errorf("counting/redis: no addresses")
+	}
+	for _, a := range opt.Addresses {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("counting/redis: address %q: %w", a, err)
+		}
+	}
+	if opt.Mode >= numModes {
+		return nil, fmt.Errorf("counting/redis: unknown mode %d", opt.Mode)
+	}
+	if opt.Mode == Sentinel && opt.MasterName == "" {
+		return nil, fmt.Errorf("counting/redis: sentinel mode needs master_name")
+	}
+	if opt.Mode != Sentinel && opt.MasterName != "" {
+		return nil, fmt.Errorf("counting/redis: master_name %q is for sentinel mode only", opt.MasterName)
+	}
+	if opt.DialTimeout == 0 {
+		opt.DialTimeout = time.Second
+	}
+	c := &Conn{opt: opt}
+	c.scripts[counting.SlidingWindow] = rueidis.NewLuaScript(luaSlidingWindow)
+	c.scripts[counting.FixedWindow] = rueidis.NewLuaScript(luaFixedWindow)
+	c.scripts[counting.SlidingLog] = rueidis.NewLuaScript(luaSlidingLog)
+	c.scripts[counting.TokenBucket] = rueidis.NewLuaScript(luaTokenBucket)
+	c.scripts[counting.GCRA] = rueidis.NewLuaScript(luaGCRA)
+	c.nodes = rueidis.NewLuaScript(luaNodes)
+	c.publish = rueidis.NewLuaScript(luaPublish)
+	c.active = rueidis.NewLuaScript(luaActive)
+	return c, nil
+}
+
+// connect returns the client, making it if needed. Only one attempt runs
+// at a time; others fail fast rather than queue behind a dial.
+func (c *Conn) connect() (rueidis.Client, error) {
+	if !c.mu.TryLock() {
+		return nil, ErrNotConnected
+	}
+	defer c.mu.Unlock()
+	if c.client != nil {
+		return c.client, nil
+	}
+	o := rueidis.ClientOption{
+		InitAddress:  c.opt.Addresses,
+		Username:     c.opt.Username,
+		Password:     c.opt.Password,
+		DisableCache: true,
+		// Failures are the circuit breaker's business: a command is not
+		// retried behind the caller's back.
+		DisableRetry:      true,
+		Dialer:            net.Dialer{Timeout: c.opt.DialTimeout, KeepAlive: time.Second},
+		ConnWriteTimeout:  c.opt.DialTimeout,
+		ClientName:        "guardd",
+		BlockingPoolSize:  4,
+		AlwaysPipelining:  true,
+		PipelineMultiplex: 2,
+	}
+	switch c.opt.Mode {
+	case Standalone:
+		o.ForceSingleClient = true
+	case Sentinel:
+		o.Sentinel = rueidis.SentinelOption{MasterSet: c.opt.MasterName, Username: c.opt.Username, Password: c.opt.Password}
+	}
+	cl, err := rueidis.NewClient(o)
+	if err != nil {
+		return nil, fmt.Errorf("counting/redis: connect %s %s: %w", c.opt.Mode, strings.Join(c.opt.Addresses, ","), err)
+	}
+	if c.opt.Mode == Cluster && len(cl.Nodes()) < 1 {
+		cl.Close()
+		return nil, fmt.Errorf("counting/redis: %s: no cluster nodes", strings.Join(c.opt.Addresses, ","))
+	}
+	c.client = cl
+	return cl, nil
+}
+
+func (c *Conn) get() (rueidis.Client, error) {
+	c.mu.Lock()
+	cl := c.client
+	c.mu.Unlock()
+	if cl != nil {
+		return cl, nil
+	}
+	return c.connect()
+}
+
+// Close closes the connection. Safe to repeat.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client != nil {
+		c.client.Close()
+		c.client = nil
+	}
+}
+
+// Op is one node's report for one key of one rule (see scripts.go).
+type Op struct {
+	Alg     counting.Algorithm
+	Key     string  // "guardd:{rule:key}"
+	Delta   float64 // events counted beyond the node's lease
+	Release float64 // unused lease handed back
+	RelWin  int64   // window (or grant time, sliding_log) of the release
+	Held    float64 // lease the node keeps
+	Want    bool    // grant a lease
+	Nodes   int
+	Period  int64 // µs
+	Limit   float64
+	Burst   float64
+	Member  string // unique per flush, sliding_log only
+}
+
+// Apply runs each op's script, pipelined (one EVALSHA per key, however
+// many events its delta carries), and stores each op's state or error in
+// out, which must be as long as ops. It returns the first error, if any.
+func (c *Conn) Apply(ctx context.Context, ops []Op, states []State, errs []error) error {
+	cl, err := c.get()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return err
+	}
+	var first error
+	// Group by algorithm: one ExecMulti per script.
+	for alg, s := range c.scripts {
+		var idx []int
+		var execs []rueidis.LuaExec
+		for i := range ops {
+			if int(ops[i].Alg) != alg {
+				continue
+			}
+			o := &ops[i]
+			idx = append(idx, i)
+			execs = append(execs, rueidis.LuaExec{
+				Keys: []string{o.Key},
+				Args: []string{
+					strconv.FormatFloat(o.Delta, 'g', -1, 64),
+					strconv.FormatFloat(o.Release, 'g', -1, 64),
+					strconv.FormatInt(o.RelWin, 10),
+					strconv.FormatFloat(o.Held, 'g', -1, 64),
+					want(o.Want),
+					strconv.Itoa(o.Nodes),
+					strconv.FormatInt(o.Period, 10),
+					strconv.FormatFloat(o.Limit, 'g', -1, 64),
+					strconv.FormatFloat(o.Burst, 'g', -1, 64),
+					o.Member,
+				},
+			})
+		}
+		if len(execs) == 0 {
+			continue
+		}
+		res := s.ExecMulti(ctx, cl, execs...)
+		for j, r := range res {
+			i := idx[j]
+			states[i], errs[i] = parseState(r)
+			if errs[i] != nil && first == nil {
+				first = fmt.Errorf("counting/redis: %s %s: %w", ops[i].Alg, ops[i].Key, errs[i])
+			}
+		}
+	}
+	return first
+}
+
+func parseState(r rueidis.RedisResult) (State, error) {
+	v, err := r.AsStrSlice()
+	if err != nil {
+		return State{}, err
+	}
+	if len(v) != 8 {
+		return State{}, fmt.Errorf("script returned %d values, want 8", len(v))
+	}
+	var f [8]float64
+	for i, s := range v {
+		if f[i], err = strconv.ParseFloat(s, 64); err != nil {
+			return State{}, fmt.Errorf("script value %d %q: %w", i, s, err)
+		}
+	}
+	return State{Win: int64(f[0]), Cur: f[1], Prev: f[2], At: int64(f[3]), Usage: f[4], Reset: int64(f[5]), Now: int64(f[6]), Grant: f[7]}, nil
+}
+
+func want(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Heartbeat registers node as live and returns how many nodes were seen
+// within ttl.
+func (c *Conn) Heartbeat(ctx context.Context, node string, ttl time.Duration) (int, error) {
+	cl, err := c.get()
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.nodes.Exec(ctx, cl, []string{"guardd:{fleet}:nodes"}, []string{node, strconv.FormatInt(ttl.Microseconds(), 10)}).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("counting/redis: heartbeat: %w", err)
+	}
+	return int(n), nil
+}
+
+// Nodes returns the names of the nodes seen within ttl, for guardd status.
+func (c *Conn) Nodes(ctx context.Context, ttl time.Duration) ([]string, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	t, err := cl.Do(ctx, cl.B().Time().Build()).AsStrSlice()
+	if err != nil || len(t) != 2 {
+		return nil, fmt.Errorf("counting/redis: time: %w", err)
+	}
+	sec, _ := strconv.ParseInt(t[0], 10, 64)
+	usec, _ := strconv.ParseInt(t[1], 10, 64)
+	min := sec*1e6 + usec - ttl.Microseconds()
+	v, err := cl.Do(ctx, cl.B().Zrangebyscore().Key("guardd:{fleet}:nodes").Min(strconv.FormatInt(min, 10)).Max("+inf").Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("counting/redis: nodes: %w", err)
+	}
+	return v, nil
+}
+
+// Keys of mitigation propagation; one hash tag keeps them on one slot.
+const (
+	mitActive = "guardd:{mitigations}:active"
+	mitExpiry = "guardd:{mitigations}:expiry"
+	mitStream = "guardd:{mitigations}:stream"
+)
+
+// StreamMaxLen bounds the mitigation stream (approximately, MAXLEN ~). A
+// node disconnected for longer than it takes to publish this many changes
+// misses some and should be restarted to reload the active set.
+const StreamMaxLen = 100_000
+
+// Publish records a mitigation change in the active set and appends it to
+// the stream, atomically. del removes field from the active set.
+func (c *Conn) Publish(ctx context.Context, field string, payload []byte, expires time.Time, del bool) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	op := "add"
+	if del {
+		op = "del"
+	}
+	err = c.publish.Exec(ctx, cl, []string{mitActive, mitExpiry, mitStream},
+		[]string{op, field, string(payload), strconv.FormatInt(expires.UnixMilli(), 10), strconv.Itoa(StreamMaxLen)}).Error()
+	if err != nil {
+		return fmt.Errorf("counting/redis: publish mitigation: %w", err)
+	}
+	return nil
+}
+
+// Active returns the active mitigations (field to payload) and the stream
+// ID to read changes from after them.
+func (c *Conn) Active(ctx context.Context) (last string, set map[string][]byte, err error) {
+	cl, err := c.get()
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := c.active.Exec(ctx, cl, []string{mitActive, mitExpiry, mitStream}, nil).AsStrSlice()
+	if err != nil {
+		return "", nil, fmt.Errorf("counting/redis: active mitigations: %w", err)
+	}
+	if len(v) < 1 || len(v)%2 != 1 {
+		return "", nil, fmt.Errorf("counting/redis: active mitigations: %d values", len(v))
+	}
+	set = make(map[string][]byte, len(v)/2)
+	for i := 1; i+1 < len(v); i += 2 {
+		set[v[i]] = []byte(v[i+1])
+	}
+	return v[0], set, nil
+}
+
+// Change is one entry of the mitigation stream.
+type Change struct {
+	ID      string
+	Del     bool
+	Field   string
+	Payload []byte
+}
+
+// Read returns the changes after ID after, waiting up to block for one.
+func (c *Conn) Read(ctx context.Context, after string, block time.Duration, count int) ([]Change, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	cmd := cl.B().Xread().Count(int64(count)).Block(block.Milliseconds()).Streams().Key(mitStream).Id(after).Build()
+	res, err := cl.Do(ctx, cmd).AsXRead()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("counting/redis: read mitigation stream: %w", err)
+	}
+	var out []Change
+	for _, e := range res[mitStream] {
+		out = append(out, Change{ID: e.ID, Del: e.FieldValues["op"] == "del", Field: e.FieldValues["f"], Payload: []byte(e.FieldValues["p"])})
+	}
+	return out, nil
+}

@@ -1,0 +1,658 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/guardd/guardd/counting"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Store is what the fleet tier needs from Redis; *Conn implements it, and
+// unit tests use an in-process fake.
+type Store interface {
+	// Apply runs each op's script and fills states and errs (both as long
+	// as ops); it returns the first error.
+	Apply(ctx context.Context, ops []Op, states []State, errs []error) error
+	// Heartbeat registers node and returns the number of live nodes.
+	Heartbeat(ctx context.Context, node string, ttl time.Duration) (int, error)
+}
+
+// Defaults of Config.
+const (
+	DefaultFlushInterval = 50 * time.Millisecond
+	DefaultDeadline      = 20 * time.Millisecond
+	DefaultThreshold     = 3
+	DefaultCooldown      = time.Second
+	DefaultNodeTTL       = 3 * time.Second
+	DefaultMaxKeys       = 1 << 20
+	DefaultColdShare     = 0.005
+	// BatchSize is the most ops sent in one pipeline under one deadline.
+	BatchSize = 512
+)
+
+// Config configures a Fleet. The zero value of each field but Node means
+// its default.
+type Config struct {
+	// Node names this node, uniquely in the fleet.
+	Node string
+	// FlushInterval is how often local deltas go to Redis; a key whose
+	// delta uses up its lease is flushed sooner.
+	FlushInterval time.Duration
+	// Deadline bounds each pipeline of at most BatchSize scripts; a missed
+	// deadline counts as a failure for the breaker.
+	Deadline time.Duration
+	// Threshold consecutive failures open the breaker; it probes again
+	// after Cooldown.
+	Threshold int
+	Cooldown  time.Duration
+	// NodeTTL is how long a node counts as live after its last heartbeat
+	// (sent every NodeTTL/3).
+	NodeTTL time.Duration
+	// MaxKeys caps the keys each rule tracks.
+	MaxKeys int
+	// ColdShare is the fraction of a key's capacity the fleet may admit
+	// beyond the leases Redis granted (each node its part, at least one
+	// event), while a node waits for a grant; 0 means DefaultColdShare.
+	// It bounds the over-admission of the two-tier scheme.
+	ColdShare float64
+	// Now is the clock used for flush bookkeeping; nil means time.Now.
+	// Decisions take the caller's time.
+	Now func() time.Time
+}
+
+// Fleet is one node's fleet-wide counting tier: the Counters of its
+// rules, and the loop that flushes their deltas to Redis and brings the
+// global state back.
+type Fleet struct {
+	cfg   Config
+	store Store
+	log   *slog.Logger
+	met   *metrics
+
+	breaker *Breaker
+	healthy atomic.Bool
+	off     atomic.Int64 // Redis time minus local time, ns
+	nodes   atomic.Int64 // live nodes, >= 1
+	kick    chan struct{}
+
+	mu       sync.Mutex
+	counters []*Counter
+	seq      uint64
+	lastBeat time.Time
+	lastOK   atomic.Int64  // unix ns of the last successful round trip
+	rounds   atomic.Uint64 // flushes that went ahead (the breaker allowed them)
+}
+
+// New validates cfg. It connects to nothing: Run does.
+func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (*Fleet, error) {
+	if cfg.Node == "" {
+		return nil, fmt.Errorf("counting/redis: fleet needs a node name")
+	}
+	if store == nil {
+		return nil, fmt.Errorf("counting/redis: fleet needs a store")
+	}
+	def := func(d *time.Duration, v time.Duration, name string) error {
+		if *d < 0 {
+			return fmt.Errorf("counting/redis: %s %v: must be >= 0", name, *d)
+		}
+		if *d == 0 {
+			*d = v
+		}
+		return nil
+	}
+	for _, e := range []error{
+		def(&cfg.FlushInterval, DefaultFlushInterval, "flush interval"),
+		def(&cfg.Deadline, DefaultDeadline, "deadline"),
+		def(&cfg.Cooldown, DefaultCooldown, "cooldown"),
+		def(&cfg.NodeTTL, DefaultNodeTTL, "node ttl"),
+	} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	if cfg.Threshold <= 0 {
+		cfg.Threshold = DefaultThreshold
+	}
+	if cfg.ColdShare < 0 || cfg.ColdShare > 1 {
+		return nil, fmt.Errorf("counting/redis: cold share %v: must be in [0, 1]", cfg.ColdShare)
+	}
+	if cfg.ColdShare == 0 {
+		cfg.ColdShare = DefaultColdShare
+	}
+	if cfg.MaxKeys <= 0 {
+		cfg.MaxKeys = DefaultMaxKeys
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	met, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{cfg: cfg, store: store, log: log, met: met, kick: make(chan struct{}, 1)}
+	f.nodes.Store(1)
+	f.breaker = NewBreaker(cfg.Threshold, cfg.Cooldown, func(s BreakerState) {
+		f.healthy.Store(s == BreakerClosed)
+		for st := range numBreakerStates {
+			v := 0.0
+			if st == s {
+				v = 1
+			}
+			met.breaker.WithLabelValues(st.String()).Set(v)
+		}
+		log.Info("fleet: redis circuit breaker", "state", s.String())
+	})
+	f.healthy.Store(true)
+	met.breaker.WithLabelValues(BreakerClosed.String()).Set(1)
+	met.nodes.Set(1)
+	return f, nil
+}
+
+// Counter returns the fleet-wide counter of one rule.
+func (f *Fleet) Counter(r Rule) (*Counter, error) {
+	p, err := newParams(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &Counter{f: f, rule: r, p: p, prefix: "guardd:{" + r.Name + ":"}
+	c.perShard = max(f.cfg.MaxKeys/counterShards, 1)
+	for i := range c.shards {
+		c.shards[i].m = make(map[uint64]*keyState)
+	}
+	for m := range numOnError {
+		c.decisions[m] = f.met.decisions.WithLabelValues(m.String())
+	}
+	c.fleetDecisions = f.met.decisions.WithLabelValues("fleet")
+	c.leaseDecisions = f.met.decisions.WithLabelValues("lease_wait")
+	f.mu.Lock()
+	f.counters = append(f.counters, c)
+	f.mu.Unlock()
+	return c, nil
+}
+
+// Healthy reports whether counts are fleet-wide now (the breaker is
+// closed); when false each rule answers by its OnError.
+func (f *Fleet) Healthy() bool { return f.healthy.Load() }
+
+// Status is what guardd status shows of the fleet.
+type Status struct {
+	Node      string
+	Breaker   string
+	LiveNodes int
+	// LastContact is when Redis last answered; zero if never.
+	LastContact time.Time
+	// ClockOffset is Redis time minus this node's clock.
+	ClockOffset time.Duration
+}
+
+// Status returns the fleet's state now.
+func (f *Fleet) Status() Status {
+	s := Status{Node: f.cfg.Node, Breaker: f.breaker.State().String(), LiveNodes: int(f.nodes.Load()), ClockOffset: time.Duration(f.off.Load())}
+	if ns := f.lastOK.Load(); ns != 0 {
+		s.LastContact = time.Unix(0, ns)
+	}
+	return s
+}
+
+// Run flushes every FlushInterval, and sooner when a lease is used up,
+// until ctx ends; it then flushes once more, briefly, and returns nil.
+func (f *Fleet) Run(ctx context.Context) error {
+	t := time.NewTicker(f.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			f.Flush(context.Background())
+			return nil
+		case <-t.C:
+		case <-f.kick:
+		}
+		f.Flush(ctx)
+	}
+}
+
+// Flush sends every pending delta (and reads back the state of keys used
+// since the last flush) now. Run calls it; tests and benchmarks may too.
+func (f *Fleet) Flush(ctx context.Context) {
+	now := f.cfg.Now()
+	ok, probe := f.breaker.Allow(now)
+	if !ok {
+		f.met.flushes.WithLabelValues("skipped").Inc()
+		return
+	}
+	if probe || now.Sub(f.lastBeat) >= f.cfg.NodeTTL/3 {
+		if !f.heartbeat(ctx, now) {
+			return
+		}
+	}
+	f.mu.Lock()
+	counters := f.counters
+	f.seq++
+	member := f.cfg.Node + ":" + strconv.FormatUint(f.seq, 10)
+	f.mu.Unlock()
+
+	defer f.rounds.Add(1)
+	b := batch{member: member}
+	for _, c := range counters {
+		c.collect(&b, now.UnixNano()+f.off.Load())
+	}
+	for start := 0; start < len(b.ops); start += BatchSize {
+		end := min(start+BatchSize, len(b.ops))
+		if !f.send(ctx, &b, start, end) {
+			// Requeue the rest for after recovery.
+			for i := end; i < len(b.ops); i++ {
+				b.refs[i].c.settle(b.refs[i], State{}, false)
+			}
+			return
+		}
+	}
+}
+
+func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
+	n, err := f.store.Heartbeat(cctx, f.cfg.Node, f.cfg.NodeTTL)
+	cancel()
+	if err != nil {
+		f.failed(err, f.cfg.Now())
+		return false
+	}
+	f.lastBeat = now
+	f.nodes.Store(int64(max(n, 1)))
+	f.met.nodes.Set(float64(max(n, 1)))
+	f.breaker.Success()
+	f.lastOK.Store(f.cfg.Now().UnixNano())
+	return true
+}
+
+func (f *Fleet) failed(err error, now time.Time) {
+	f.breaker.Failure(now)
+	outcome := "error"
+	if ctxErr(err) {
+		outcome = "timeout"
+	}
+	f.met.flushes.WithLabelValues(outcome).Inc()
+	f.log.Debug("fleet: redis call failed", "err", err)
+}
+
+func ctxErr(err error) bool {
+	return err != nil && (err == context.DeadlineExceeded || isDeadline(err))
+}
+
+func isDeadline(err error) bool {
+	type timeout interface{ Timeout() bool }
+	for e := err; e != nil; {
+		if e == context.DeadlineExceeded {
+			return true
+		}
+		if t, ok := e.(timeout); ok && t.Timeout() {
+			return true
+		}
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		e = u.Unwrap()
+	}
+	return false
+}
+
+// send applies ops[start:end] under one deadline and settles them.
+func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
+	ops := b.ops[start:end]
+	states := make([]State, len(ops))
+	errs := make([]error, len(ops))
+	t0 := f.cfg.Now()
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
+	err := f.store.Apply(cctx, ops, states, errs)
+	cancel()
+	t1 := f.cfg.Now()
+	f.met.duration.Observe(t1.Sub(t0).Seconds())
+	if err != nil {
+		f.failed(err, t1)
+		for i := range ops {
+			ok := errs[i] == nil
+			b.refs[start+i].c.settle(b.refs[start+i], states[i], ok)
+		}
+		return false
+	}
+	f.breaker.Success()
+	f.met.flushes.WithLabelValues("ok").Inc()
+	f.lastOK.Store(t1.UnixNano())
+	mid := t0.UnixNano() + t1.Sub(t0).Nanoseconds()/2
+	f.off.Store(states[len(states)-1].Now*1000 - mid)
+	var events float64
+	for i := range ops {
+		events += ops[i].Delta
+		b.refs[start+i].c.settle(b.refs[start+i], states[i], true)
+	}
+	f.met.keys.Add(float64(len(ops)))
+	f.met.events.Add(events)
+	return true
+}
+
+// batch is one flush's ops and the key states they came from.
+type batch struct {
+	member string
+	ops    []Op
+	refs   []ref
+}
+
+type ref struct {
+	c      *Counter
+	key    uint64
+	ks     *keyState
+	delta  float64
+	at     int64
+	rel    float64
+	relWin int64
+}
+
+const counterShards = 64
+
+// Counter is one rule's fleet-wide counter. Add answers from this node's
+// view, without a network round trip: the global state last read back,
+// advanced to now, plus this node's deltas not yet reflected in it.
+type Counter struct {
+	f        *Fleet
+	rule     Rule
+	p        params
+	prefix   string
+	perShard int
+	shards   [counterShards]cshard
+
+	decisions      [numOnError]prometheus.Counter
+	fleetDecisions prometheus.Counter
+	leaseDecisions prometheus.Counter
+}
+
+type cshard struct {
+	mu sync.Mutex
+	m  map[uint64]*keyState
+	_  [48]byte
+}
+
+// keyState is one key's ledger on this node.
+type keyState struct {
+	s    State // global state last read back
+	have bool  // s is valid
+
+	// lease is what this node may still admit without asking Redis: it was
+	// counted there when granted. leaseWin is the window it was granted in
+	// (the grant time for sliding_log).
+	lease    float64
+	leaseWin int64
+	extra    float64 // counted beyond any lease, not sent yet
+	extraAt  int64   // Redis time (µs) of the oldest such event
+	fly      float64 // extra sent, not acknowledged
+	rel      float64 // lease to hand back (its window rolled, or the key idled)
+	relWin   int64
+	asked    bool  // a grant is in flight
+	used     int64 // Redis time (µs) of the last Add
+	read     int64 // used, as of the last flush
+}
+
+// Rule returns the rule the counter was made for.
+func (c *Counter) Rule() Rule { return c.rule }
+
+func (c *Counter) window(s State, rnow int64) int64 {
+	switch c.p.alg {
+	case counting.SlidingWindow, counting.FixedWindow:
+		return rnow / c.p.period
+	}
+	return 0
+}
+
+// Add counts an event of size n for key at now (unix ns, the caller's
+// clock) and judges it like counting.Table.Add, against the fleet-wide
+// count. It never waits on the network.
+func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
+	f := c.f
+	healthy := f.healthy.Load()
+	if !healthy {
+		switch c.rule.OnError {
+		case Open:
+			c.decisions[Open].Inc()
+			return counting.Result{Remaining: c.p.limit}
+		case Closed:
+			c.decisions[Closed].Inc()
+			return counting.Result{Count: c.p.limit, Exceeded: true, RetryAfter: f.cfg.Cooldown}
+		}
+	}
+	rnow := (now + f.off.Load()) / 1000
+	sh := &c.shards[mix(key)&(counterShards-1)]
+	sh.mu.Lock()
+	ks := sh.m[key]
+	if ks == nil {
+		if len(sh.m) >= c.perShard {
+			c.sweepLocked(sh, rnow)
+		}
+		ks = &keyState{}
+		if len(sh.m) < c.perShard {
+			sh.m[key] = ks
+		}
+	}
+	ks.used = rnow
+	c.ageLocked(ks, rnow)
+	var st State
+	if ks.have {
+		st = ks.s
+	}
+	st = c.p.advance(st, rnow)
+	nodes := float64(f.nodes.Load())
+	var r counting.Result
+	mode := "fleet"
+	kick := false
+	switch {
+	case ks.lease >= n:
+		// Admitted on the lease; the view shows the unused part of it as
+		// free.
+		ks.lease -= n
+		r, _ = c.p.judge(st, rnow, ks.extra+ks.fly-ks.lease, 0)
+		r.Exceeded, r.RetryAfter = false, 0
+		kick = healthy && ks.lease < n && !ks.asked
+	default:
+		extra := ks.extra + ks.fly - ks.lease
+		if !healthy {
+			// Local: this node's own counts since Redis last answered,
+			// scaled to the fleet, against the budget: its share of it.
+			extra = ks.extra*nodes + ks.fly - ks.lease
+			mode = "local"
+		}
+		var consume bool
+		r, consume = c.p.judge(st, rnow, extra, n)
+		if healthy && !r.Exceeded && ks.extra+ks.fly > 0 && ks.extra+ks.fly+n > max(1, f.cfg.ColdShare*c.p.capacity()/nodes) {
+			// No lease left, and this node's events beyond leases have
+			// used its allowance (ColdShare of the capacity, split among
+			// the nodes, at least one event): wait for the grant the
+			// flush kicked now brings. The allowance is what the fleet
+			// can overshoot by, since Redis cannot see these events when
+			// it grants leases to the other nodes.
+			mode, consume = "lease_wait", false
+			r.Exceeded, r.Remaining, r.RetryAfter = true, 0, f.cfg.FlushInterval
+		}
+		if consume {
+			if ks.extra == 0 {
+				ks.extraAt = rnow
+			}
+			ks.extra += n
+		}
+		kick = healthy && !ks.asked
+	}
+	sh.mu.Unlock()
+	if kick {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
+	switch mode {
+	case "fleet":
+		c.fleetDecisions.Inc()
+	case "lease_wait":
+		c.leaseDecisions.Inc()
+	default:
+		c.decisions[Local].Inc()
+	}
+	return r
+}
+
+// ageLocked voids a lease whose window has closed (handing it back, so the
+// window it was counted in can be corrected) and drops extra counts of a
+// closed window.
+func (c *Counter) ageLocked(ks *keyState, rnow int64) {
+	if ks.extra > 0 && c.stale(ks.extraAt, rnow) {
+		c.f.met.dropped.Add(ks.extra)
+		ks.extra = 0
+	}
+	if ks.lease <= 0 {
+		return
+	}
+	switch c.p.alg {
+	case counting.SlidingWindow, counting.FixedWindow:
+		if ks.leaseWin != rnow/c.p.period {
+			ks.rel, ks.relWin = ks.lease, ks.leaseWin
+			ks.lease = 0
+		}
+	case counting.SlidingLog:
+		if rnow-ks.leaseWin >= c.p.period { // the grant left the log
+			ks.lease = 0
+		}
+	}
+}
+
+// stale reports whether an event counted at Redis time at belongs to a
+// window that has closed by now: it is dropped rather than sent.
+func (c *Counter) stale(at, now int64) bool {
+	switch c.p.alg {
+	case counting.FixedWindow:
+		return at/c.p.period < now/c.p.period
+	case counting.SlidingWindow:
+		return at/c.p.period < now/c.p.period-1
+	}
+	return now-at >= c.p.period
+}
+
+func (c *Counter) sweepLocked(sh *cshard, now int64) {
+	for k, ks := range sh.m {
+		if ks.extra == 0 && ks.fly == 0 && ks.lease == 0 && !ks.asked && now-ks.used > 2*c.p.period {
+			delete(sh.m, k)
+		}
+	}
+}
+
+// collect adds an op for each key used since the last flush (its extra
+// counts, a grant request) or holding a lease it no longer uses (handed
+// back).
+func (c *Counter) collect(b *batch, nowNS int64) {
+	now := nowNS / 1000
+	nodes := int(c.f.nodes.Load())
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for k, ks := range sh.m {
+			if ks.asked {
+				continue // an earlier op for this key failed mid-way; settle clears it
+			}
+			c.ageLocked(ks, now)
+			active := ks.used > ks.read
+			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog {
+				// Idle for a flush interval: hand the lease back.
+				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
+				if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+					ks.relWin = 0
+				}
+				ks.lease = 0
+			}
+			if !active && ks.extra == 0 && ks.rel == 0 {
+				if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
+					delete(sh.m, k)
+				}
+				continue
+			}
+			b.ops = append(b.ops, Op{
+				Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
+				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: active, Nodes: nodes,
+				Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
+			})
+			b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
+			ks.fly += ks.extra
+			ks.extra, ks.rel = 0, 0
+			ks.asked = active
+			ks.read = ks.used
+		}
+		sh.mu.Unlock()
+	}
+}
+
+func (c *Counter) redisKey(k uint64) string {
+	var buf [64]byte
+	b := append(buf[:0], c.prefix...)
+	b = strconv.AppendUint(b, k, 16)
+	b = append(b, '}')
+	return string(b)
+}
+
+// settle records the answer to one op: the new global state and the
+// lease granted, or on failure the counts go back to pending, to be sent
+// after recovery if their window is still open.
+func (c *Counter) settle(r ref, s State, ok bool) {
+	sh := &c.shards[mix(r.key)&(counterShards-1)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ks := r.ks
+	ks.asked = false
+	ks.fly -= r.delta
+	if math.Abs(ks.fly) < 1e-9 {
+		ks.fly = 0
+	}
+	if ok {
+		ks.s, ks.have = s, true
+		if s.Grant > 0 {
+			win := c.window(s, s.Now)
+			if c.p.alg == counting.SlidingLog {
+				if ks.lease == 0 {
+					ks.leaseWin = s.Now
+				}
+			} else if ks.lease > 0 && ks.leaseWin != win {
+				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
+				ks.lease = 0
+			}
+			if c.p.alg != counting.SlidingLog {
+				ks.leaseWin = win
+			}
+			ks.lease += s.Grant
+		}
+		return
+	}
+	if r.delta > 0 {
+		if ks.extra == 0 || r.at < ks.extraAt {
+			ks.extraAt = r.at
+		}
+		ks.extra += r.delta
+	}
+	if r.rel > 0 {
+		// The hand-back did not happen: the node still owns the lease,
+		// if its window is still open.
+		ks.lease += r.rel
+		ks.leaseWin = r.relWin
+		c.ageLocked(ks, ks.used)
+	}
+	ks.read = 0
+}
+
+func mix(key uint64) uint64 {
+	key ^= key >> 33
+	key *= 0xff51afd7ed558ccd
+	key ^= key >> 33
+	return key
+}

@@ -1,0 +1,224 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/counting"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+func newTestFleet(t *testing.T, node string, st Store, clock *time.Time) (*Fleet, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	f, err := New(Config{Node: node, Now: func() time.Time { return *clock }}, st, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, reg
+}
+
+// TestFleetSharesOneBudget: three nodes, one store, one key. Together they
+// admit the limit, give or take what the leases allow, and each sees the
+// fleet-wide count after a flush.
+func TestFleetSharesOneBudget(t *testing.T) {
+	for _, alg := range []counting.Algorithm{counting.SlidingWindow, counting.FixedWindow, counting.SlidingLog, counting.TokenBucket, counting.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := t0
+			st := newFakeStore(clock)
+			rule := Rule{Name: "r", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 100}}
+			var cs []*Counter
+			var fs []*Fleet
+			for _, n := range []string{"a", "b", "c"} {
+				f, _ := newTestFleet(t, n, st, &clock)
+				c, err := f.Counter(rule)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fs, cs = append(fs, f), append(cs, c)
+			}
+			for _, f := range fs { // learn there are three nodes
+				f.Flush(context.Background())
+			}
+			admitted := 0
+			for i := range 300 {
+				now := clock.Add(time.Duration(i) * time.Millisecond).UnixNano()
+				if !cs[i%3].Add(42, 1, now).Exceeded {
+					admitted++
+				}
+				// Each node flushes when its lease is used up (Run would be
+				// kicked); here every 5 events.
+				if i%5 == 4 {
+					for _, f := range fs {
+						f.Flush(context.Background())
+					}
+				}
+			}
+			if admitted < 95 || admitted > 105 {
+				t.Errorf("admitted %d of 300 against a limit of 100 (want within 5%%)", admitted)
+			}
+			for _, f := range fs {
+				f.Flush(context.Background())
+			}
+			r := cs[0].Add(42, 0, clock.Add(300*time.Millisecond).UnixNano())
+			if r.Count < 95 {
+				t.Errorf("node a sees count %v, want the fleet-wide ~100+", r.Count)
+			}
+		})
+	}
+}
+
+// TestFailureModes: with the store failing, the breaker opens after the
+// threshold and each rule answers as configured; on recovery it closes.
+func TestFailureModes(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, reg := newTestFleet(t, "a", st, &clock)
+	mk := func(name string, m OnError) *Counter {
+		c, err := f.Counter(Rule{Name: name, Limit: counting.Limit{Period: time.Minute, Requests: 10}, OnError: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	open, closed, local := mk("open", Open), mk("closed", Closed), mk("local", Local)
+	st.Heartbeat(context.Background(), "b", time.Second) // a second live node: local share is 5
+	f.Flush(context.Background())
+	if got := f.Status().LiveNodes; got != 2 {
+		t.Fatalf("live nodes %d, want 2", got)
+	}
+	st.setFail(errFake)
+	for i := range DefaultThreshold {
+		clock = clock.Add(f.cfg.FlushInterval)
+		open.Add(1, 1, clock.UnixNano()) // something to flush
+		f.Flush(context.Background())
+		if i < DefaultThreshold-1 && !f.Healthy() {
+			t.Fatalf("breaker opened after %d failures", i+1)
+		}
+	}
+	if f.Healthy() {
+		t.Fatal("breaker still closed after the threshold")
+	}
+	now := clock.UnixNano()
+	if r := open.Add(7, 1, now); r.Exceeded {
+		t.Error("open rule refused while Redis is down")
+	}
+	if r := closed.Add(7, 1, now); !r.Exceeded {
+		t.Error("closed rule allowed while Redis is down")
+	}
+	admitted := 0
+	for range 10 {
+		if !local.Add(7, 1, now).Exceeded {
+			admitted++
+		}
+	}
+	if admitted != 5 {
+		t.Errorf("local rule admitted %d of 10 with two nodes and a limit of 10, want its share 5", admitted)
+	}
+	if v := testutil.ToFloat64(f.met.breaker.WithLabelValues("open")); v != 1 {
+		t.Errorf("breaker open gauge %v", v)
+	}
+	// Recovery: after the cool-down a heartbeat probes and the pending
+	// deltas of the open window are flushed.
+	st.setFail(nil)
+	clock = clock.Add(DefaultCooldown)
+	f.Flush(context.Background())
+	if !f.Healthy() {
+		t.Fatal("breaker did not close after a good probe")
+	}
+	st.mu.Lock()
+	got := st.state["guardd:{local:7}"].Cur
+	st.mu.Unlock()
+	if got != 10 { // the window algorithms count refused events too
+		t.Errorf("after recovery Redis holds %v for the local rule's key, want all 10 counted", got)
+	}
+	_ = reg
+}
+
+// TestStaleDeltasDropped: a delta whose fixed window closed while Redis was
+// away is dropped, not sent into the next window.
+func TestStaleDeltasDropped(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, _ := newTestFleet(t, "a", st, &clock)
+	c, _ := f.Counter(Rule{Name: "fw", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: time.Second, Requests: 10}})
+	st.setFail(errFake)
+	for range 3 {
+		c.Add(1, 1, clock.UnixNano())
+		f.Flush(context.Background())
+	}
+	st.setFail(nil)
+	clock = clock.Add(2 * time.Second)
+	st.mu.Lock()
+	st.now = clock.UnixMicro()
+	st.mu.Unlock()
+	f.Flush(context.Background())
+	if v := testutil.ToFloat64(f.met.dropped); v < 1 {
+		t.Errorf("dropped %v events, want the closed window's", v)
+	}
+	st.mu.Lock()
+	got := st.state["guardd:{fw:1}"]
+	st.mu.Unlock()
+	if got.Cur != got.Grant { // the grant the recovered flush asked for, nothing else
+		t.Errorf("Redis holds %+v: a closed window's count reached it", got)
+	}
+}
+
+func TestBreaker(t *testing.T) {
+	var seen []BreakerState
+	b := NewBreaker(2, time.Second, func(s BreakerState) { seen = append(seen, s) })
+	now := t0
+	b.Failure(now)
+	if b.State() != BreakerClosed {
+		t.Fatal("opened after one failure")
+	}
+	b.Failure(now)
+	if ok, _ := b.Allow(now.Add(time.Millisecond)); ok || b.State() != BreakerOpen {
+		t.Fatal("not open after two failures")
+	}
+	ok, probe := b.Allow(now.Add(time.Second))
+	if !ok || !probe {
+		t.Fatal("no probe after the cool-down")
+	}
+	if ok, _ := b.Allow(now.Add(time.Second)); ok {
+		t.Fatal("a second call while half-open")
+	}
+	b.Failure(now.Add(time.Second))
+	if b.State() != BreakerOpen {
+		t.Fatal("a failed probe did not reopen")
+	}
+	b.Allow(now.Add(2 * time.Second))
+	b.Success()
+	want := []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen, BreakerHalfOpen, BreakerClosed}
+	if len(seen) != len(want) {
+		t.Fatalf("transitions %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("transitions %v, want %v", seen, want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want OnError
+		err  bool
+	}{{"", Local, false}, {"open", Open, false}, {"closed", Closed, false}, {"local", Local, false}, {"shut", 0, true}} {
+		got, err := ParseOnError(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseOnError(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+	if _, err := ParseMode("ring"); err == nil {
+		t.Error("ParseMode accepted ring")
+	}
+	if _, err := NewConn(Options{Addresses: []string{"127.0.0.1:1"}, Mode: Sentinel}); err == nil {
+		t.Error("sentinel without master_name accepted")
+	}
+}
