@@ -64,7 +64,7 @@ type state struct {
 	memo     [32]memoEntry
 	memoNext int
 
-	masks   []signature.Mask            // results of guardd built-ins per slot
+	masks   []signature.Mask           // results of guardd built-ins per slot
 	sigMemo *[sigMemoSize]sigMemoEntry // signature scans across events, by hash
 }
 
