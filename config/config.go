@@ -18,6 +18,7 @@ import (
 	"github.com/guardd/guardd/mitigation/blocklist"
 	"github.com/guardd/guardd/mitigation/crowdsec"
 	"github.com/guardd/guardd/mitigation/nftables"
+	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/shadowban"
 )
 
@@ -45,6 +46,7 @@ type Config struct {
 	CrowdSec        CrowdSecConfig        `yaml:"crowdsec"`
 	Blocklist       BlocklistConfig       `yaml:"blocklist"`
 	Firewall        FirewallConfig        `yaml:"firewall"`
+	Shedding        SheddingConfig        `yaml:"shedding"`
 
 	// File is the path Load read, "" for Default.
 	File string `yaml:"-"`
@@ -137,6 +139,49 @@ type DecisionConfig struct {
 	// refused is counted and logged. A rule's own shadow: true does the
 	// same for that rule.
 	ThrottleShadow bool `yaml:"throttle_shadow"`
+	// InFlightTimeout: a request counted by a concurrency rule is taken to
+	// be done after this long when its log line has not come; 0 means 1m.
+	InFlightTimeout time.Duration `yaml:"in_flight_timeout"`
+}
+
+// SheddingConfig sheds the least important traffic classes with 503 while
+// the upstream is overloaded (docs/rules.md, "Load shedding"). No classes:
+// off.
+type SheddingConfig struct {
+	// Classes, most important first; each is the requests that the count
+	// expression of one of its rules holds for. The class without rules
+	// takes the rest (default: the last class).
+	Classes []ShedClassConfig `yaml:"classes"`
+	// Latency: the mean request time in the access log over an interval
+	// above which the upstream is overloaded; 0: not a signal.
+	Latency time.Duration `yaml:"latency"`
+	// ErrorRate: the share of 5xx in the access log over an interval; 0:
+	// not a signal.
+	ErrorRate float64 `yaml:"error_rate"`
+	// InFlight: requests asked about and not yet logged; 0: not a signal.
+	InFlight int `yaml:"in_flight"`
+	// Interval between evaluations; 0 means 1s. Hold: how long a level is
+	// kept before stepping down, and the Retry-After of a shed request; 0
+	// means 10s. Recover: a level steps down when every signal is below
+	// recover times its threshold; 0 means 0.8.
+	Interval time.Duration `yaml:"interval"`
+	Hold     time.Duration `yaml:"hold"`
+	Recover  float64       `yaml:"recover"`
+}
+
+// ShedClassConfig is one traffic class.
+type ShedClassConfig struct {
+	Name  string   `yaml:"name"`
+	Rules []string `yaml:"rules"`
+}
+
+// Throttle is the shedding configuration as package throttle takes it.
+func (s SheddingConfig) Throttle() throttle.ShedConfig {
+	c := throttle.ShedConfig{Latency: s.Latency, ErrorRate: s.ErrorRate, InFlight: s.InFlight, Interval: s.Interval, Hold: s.Hold, Recover: s.Recover}
+	for _, k := range s.Classes {
+		c.Classes = append(c.Classes, throttle.ShedClass{Name: k.Name, Rules: k.Rules})
+	}
+	return c
 }
 
 // AdminConfig is the admin API: mitigations, status and /metrics.
@@ -320,6 +365,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := shadowban.New(c.Shadowban); err != nil {
 		return fieldErrorf("shadowban", "%v", err)
+	}
+	if sc := c.Shedding.Throttle(); len(sc.Classes) > 0 {
+		if err := sc.Validate(); err != nil {
+			return fieldErrorf("shedding", "%v", err)
+		}
 	}
 	if c.Rules.DisableBuiltin && len(c.Rules.Dirs) == 0 {
 		return fieldErrorf("rules", "builtin disabled and no dirs given: there would be no rules")

@@ -1,11 +1,14 @@
 package mitigation
 
 // change is one record of the change feed.
+// It points at the store's node: a node is changed in place (extended,
+// another action), so a change reads as the mitigation's latest form, which
+// is what since returns; a removed node no longer changes.
 type change struct {
 	seq     uint64
-	m       Mitigation
+	n       *node
 	deleted bool // deleted, evicted or expired
-	created bool // the record that created m (its first add)
+	created bool // the record that created n (its first add)
 }
 
 // feed is a ring of the latest changes, numbered by seq. It grows to size
@@ -53,20 +56,20 @@ func (f *feed) since(since uint64) (added, deleted []Mitigation, cursor uint64, 
 	ids := make(map[uint64]state, f.seq-since)
 	for q := since + 1; q <= f.seq; q++ {
 		c := f.at(q)
-		st := ids[c.m.ID]
+		st := ids[c.n.id]
 		st.last = q
 		st.created = st.created || c.created
-		ids[c.m.ID] = st
+		ids[c.n.id] = st
 	}
 	for q := since + 1; q <= f.seq; q++ {
 		c := f.at(q)
-		st := ids[c.m.ID]
+		st := ids[c.n.id]
 		switch {
 		case st.last != q:
 		case !c.deleted:
-			added = append(added, c.m)
+			added = append(added, c.n.mitigation())
 		case !st.created:
-			deleted = append(deleted, c.m)
+			deleted = append(deleted, c.n.mitigation())
 		}
 	}
 	return added, deleted, f.seq, true

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"slices"
@@ -43,8 +44,8 @@ type Mitigation struct {
 	Rule    string    `json:"rule"`    // the rule that tripped, or the name given by an operator
 	Action  Action    `json:"action"`  //
 	Scope   Scope     `json:"scope"`   // canonical (see Canonical)
-	Created time.Time `json:"created"` // first Add
-	Expires time.Time `json:"expires"` // absolute wall-clock time
+	Created time.Time `json:"created"` // first Add; UTC, to the microsecond
+	Expires time.Time `json:"expires"` // absolute wall-clock time; UTC, to the microsecond
 	Origin  string    `json:"origin"`  // "rule" (default), "manual" or "api"
 }
 
@@ -77,27 +78,46 @@ const (
 // Padding keeps two shards' locks off one cache line.
 type shard struct {
 	mu sync.RWMutex
-	m  map[uint64]cell // scope key -> the mitigations on that scope
-	_  [128 - unsafe.Sizeof(sync.RWMutex{}) - unsafe.Sizeof(map[uint64]cell(nil))]byte
+	m  map[uint64]*node // scope key -> the first mitigation on that scope
+	_  [128 - unsafe.Sizeof(sync.RWMutex{}) - unsafe.Sizeof(map[uint64]*node(nil))]byte
 }
 
-// cell holds the mitigations on one scope key, one per rule. The first is
-// stored in the map slot itself (a cell is 128 bytes, the largest the Go map
-// keeps inline), so a hit costs one map probe and no pointer chase; the others,
-// rare, hang off more.
-type cell struct {
-	m    Mitigation
-	more *[]Mitigation
+// node is one held mitigation. The readers' shard map, the writer's indexes
+// (byID, the expiry heap) and the change feed all point at the same node, so
+// a mitigation is held once: 80 bytes, its scope (the pairs and their values;
+// names are shared with the Shape) and a share of an interned rule and
+// origin. Times are Unix microseconds: Mitigation times are truncated to the
+// microsecond. A lookup hit costs one map probe and one pointer chase; a
+// miss, the common case, only the probe, in a map of 8-byte values rather
+// than 128-byte cells (BENCHMARKS.md: bytes per mitigation).
+//
+// Fields the readers see (expires, action, next) change only under the
+// shard's lock; the others are fixed once the node is published.
+type node struct {
+	id      uint64
+	expires int64 // Unix µs
+	created int64 // Unix µs
+	scope   Scope
+	label   *label
+	key     uint64
+	next    *node // another rule's mitigation on the same key
+	idx     int32 // position in Store.heap
+	action  Action
 }
 
-// A cell must stay inline in the map: this fails to compile if it outgrows 128 bytes.
-var _ [128 - unsafe.Sizeof(cell{})]byte
+// A node must stay 80 bytes (a size class): this fails to compile if it grows.
+var _ [80 - unsafe.Sizeof(node{})]byte
 
-// entry is the writer's record of one mitigation.
-type entry struct {
-	m   Mitigation
-	key uint64
-	idx int // position in Store.heap
+// label is a rule name and origin, interned: a few rules make most
+// mitigations.
+type label struct {
+	rule, origin string
+	refs         int
+}
+
+func (n *node) mitigation() Mitigation {
+	return Mitigation{ID: n.id, Rule: n.label.rule, Action: n.action, Scope: n.scope,
+		Created: time.UnixMicro(n.created).UTC(), Expires: time.UnixMicro(n.expires).UTC(), Origin: n.label.origin}
 }
 
 // Store is the table of active mitigations. Lookup may run concurrently with
@@ -108,7 +128,8 @@ type Store struct {
 	shapes atomic.Pointer[[]Shape]
 
 	mu         sync.Mutex // serialises writers; guards the fields below
-	byID       map[uint64]*entry
+	byID       map[uint64]*node
+	labels     map[[2]string]*label // by rule and origin
 	heap       expiryHeap
 	nextID     uint64
 	feed       feed
@@ -133,8 +154,8 @@ type Store struct {
 // nothing: Run syncs the journal and expires entries, Close flushes. A nil reg
 // registers no metrics; a nil log discards.
 func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error) {
-	if cfg.MaxEntries < 0 {
-		return nil, fmt.Errorf("mitigation: max entries %d: must be positive (0 = %d)", cfg.MaxEntries, DefaultMaxEntries)
+	if cfg.MaxEntries < 0 || cfg.MaxEntries > math.MaxInt32 {
+		return nil, fmt.Errorf("mitigation: max entries %d: must be positive and at most %d (0 = %d)", cfg.MaxEntries, math.MaxInt32, DefaultMaxEntries)
 	}
 	if cfg.History < 0 {
 		return nil, fmt.Errorf("mitigation: history %d: must be positive (0 = %d)", cfg.History, DefaultHistory)
@@ -151,7 +172,8 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 		return nil, fmt.Errorf("mitigation: %w", err)
 	}
 	s := &Store{
-		byID:      make(map[uint64]*entry),
+		byID:      make(map[uint64]*node),
+		labels:    make(map[[2]string]*label),
 		nextID:    1,
 		shapeRefs: make(map[string]*shapeRef),
 		max:       cmp.Or(cfg.MaxEntries, DefaultMaxEntries),
@@ -164,7 +186,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 	}
 	s.allow.Store(allow)
 	for i := range s.shards {
-		s.shards[i].m = make(map[uint64]cell)
+		s.shards[i].m = make(map[uint64]*node)
 	}
 	s.shapes.Store(&s.shapeList)
 	now := s.now()
@@ -218,18 +240,20 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 // Nothing is journaled or fed: it is already on disk and predates every cursor.
 func (s *Store) restoreLocked(m Mitigation) {
 	key := m.Scope.Key()
-	if e := s.findLocked(key, m.Scope, m.Rule); e != nil {
-		if m.Expires.After(e.m.Expires) {
-			e.m.Expires = m.Expires
-			heap.Fix(&s.heap, e.idx)
-			s.publishLocked(e)
+	if n := s.findLocked(key, m.Scope, m.Rule); n != nil {
+		if exp := m.Expires.UnixMicro(); exp > n.expires {
+			sh := s.shardOf(key)
+			sh.mu.Lock()
+			n.expires = exp
+			sh.mu.Unlock()
+			heap.Fix(&s.heap, int(n.idx))
 		}
 		return
 	}
 	for len(s.byID) >= s.max {
 		s.evictLocked()
 	}
-	s.insertLocked(&entry{m: m, key: key})
+	s.insertLocked(s.newNodeLocked(m, key))
 	s.nextID = max(s.nextID, m.ID+1)
 }
 
@@ -298,35 +322,64 @@ func (s *Store) AddAll(ms []Mitigation, now time.Time) (held []Mitigation, allow
 // same rule holds on the same scope.
 func (s *Store) addLocked(m Mitigation) Mitigation {
 	key := m.Scope.Key()
-	if e := s.findLocked(key, m.Scope, m.Rule); e != nil {
-		if !m.Expires.After(e.m.Expires) && m.Action == e.m.Action {
-			return e.m
+	if n := s.findLocked(key, m.Scope, m.Rule); n != nil {
+		exp := m.Expires.UnixMicro()
+		if exp <= n.expires && m.Action == n.action {
+			return n.mitigation()
 		}
-		if m.Action != e.m.Action {
-			s.met.active[e.m.Action].Dec()
+		sh := s.shardOf(key)
+		sh.mu.Lock()
+		if m.Action != n.action {
+			s.met.active[n.action].Dec()
 			s.met.active[m.Action].Inc()
-			e.m.Action = m.Action
+			n.action = m.Action
 		}
-		if m.Expires.After(e.m.Expires) {
-			e.m.Expires = m.Expires
-			heap.Fix(&s.heap, e.idx)
+		later := exp > n.expires
+		if later {
+			n.expires = exp
 		}
-		s.publishLocked(e)
-		s.persistLocked(record{Op: opAdd, m: e.m})
-		s.feed.push(change{m: e.m})
-		return e.m
+		sh.mu.Unlock()
+		if later {
+			heap.Fix(&s.heap, int(n.idx))
+		}
+		cur := n.mitigation()
+		s.persistLocked(record{Op: opAdd, m: cur})
+		s.feed.push(change{n: n})
+		return cur
 	}
 	for len(s.byID) >= s.max {
 		s.evictLocked()
 	}
 	m.ID = s.nextID
 	s.nextID++
-	s.insertLocked(&entry{m: m, key: key})
+	n := s.newNodeLocked(m, key)
+	s.insertLocked(n)
 	s.met.added[m.Action].Inc()
-	s.persistLocked(record{Op: opAdd, m: m})
-	s.feed.push(change{m: m, created: true})
-	return m
+	cur := n.mitigation()
+	s.persistLocked(record{Op: opAdd, m: cur})
+	s.feed.push(change{n: n, created: true})
+	return cur
 }
+
+// newNodeLocked makes the node of a prepared m, with an interned label.
+func (s *Store) newNodeLocked(m Mitigation, key uint64) *node {
+	l := s.labels[[2]string{m.Rule, m.Origin}]
+	if l == nil {
+		// Copies: m's strings may alias an event's buffers.
+		l = &label{rule: strings.Clone(m.Rule), origin: strings.Clone(m.Origin)}
+		s.labels[[2]string{l.rule, l.origin}] = l
+	}
+	l.refs++
+	return &node{id: m.ID, expires: m.Expires.UnixMicro(), created: m.Created.UnixMicro(), scope: m.Scope, label: l, key: key, action: m.Action}
+}
+
+func (s *Store) releaseLabelLocked(l *label) {
+	if l.refs--; l.refs == 0 {
+		delete(s.labels, [2]string{l.rule, l.origin})
+	}
+}
+
+func (s *Store) shardOf(key uint64) *shard { return &s.shards[key>>(64-shardBits)] }
 
 func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if !m.Action.Valid() {
@@ -341,6 +394,9 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if m.Rule == "" && m.Origin == "rule" {
 		return m, errors.New("no rule name")
 	}
+	// Wall clock only, in UTC, to the microsecond (as the store holds it):
+	// expiry is absolute and must survive a restart.
+	m.Expires = m.Expires.Round(0).UTC().Truncate(time.Microsecond)
 	if m.Expires.IsZero() || !m.Expires.After(now) {
 		return m, fmt.Errorf("scope %s: expiry %s is not after now (%s)", m.Scope, m.Expires.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
@@ -352,14 +408,10 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 		return m, err
 	}
 	m.Scope = sc
-	m.Rule = strings.Clone(m.Rule)
-	m.Origin = strings.Clone(m.Origin)
 	if m.Created.IsZero() {
 		m.Created = now
 	}
-	// Wall clock only, in UTC: expiry is absolute and must survive a restart.
-	m.Created = m.Created.Round(0).UTC()
-	m.Expires = m.Expires.Round(0).UTC()
+	m.Created = m.Created.Round(0).UTC().Truncate(time.Microsecond)
 	m.ID = 0
 	return m, nil
 }
@@ -376,34 +428,29 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 // n/2^64 per lookup for n entries) would share their mitigations. Callers that
 // hold the scope can confirm with Scope.Equal.
 func (s *Store) Lookup(key uint64, now time.Time) (Mitigation, bool) {
-	sh := &s.shards[key>>(64-shardBits)]
+	sh := s.shardOf(key)
+	t := now.UnixMicro() // expiries are whole microseconds: > t is After(now)
 	sh.mu.RLock()
-	c, found := sh.m[key]
-	if !found {
+	var best *node
+	for n := sh.m[key]; n != nil; n = n.next {
+		if n.expires > t && (best == nil || stronger(n, best)) {
+			best = n
+		}
+	}
+	if best == nil {
 		sh.mu.RUnlock()
 		return Mitigation{}, false
 	}
-	best, ok := &c.m, c.m.Expires.After(now)
-	if c.more != nil {
-		for i := range *c.more {
-			if x := &(*c.more)[i]; x.Expires.After(now) && (!ok || stronger(x, best)) {
-				best, ok = x, true
-			}
-		}
-	}
-	m := *best
+	m := best.mitigation()
 	sh.mu.RUnlock()
-	if !ok {
-		return Mitigation{}, false
-	}
 	return m, true
 }
 
-func stronger(a, b *Mitigation) bool {
-	if ra, rb := actionRank[a.Action], actionRank[b.Action]; ra != rb {
+func stronger(a, b *node) bool {
+	if ra, rb := actionRank[a.action], actionRank[b.action]; ra != rb {
 		return ra > rb
 	}
-	return a.Expires.After(b.Expires)
+	return a.expires > b.expires
 }
 
 // allowState is the allowlist in force: as configured (canonical) and
@@ -446,15 +493,15 @@ func (s *Store) SetAllowlist(a Allowlist) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.allow.Store(st)
-	var drop []*entry
-	for _, e := range s.byID {
-		if st.list.Allows(e.m.Scope) {
-			drop = append(drop, e)
+	var drop []*node
+	for _, n := range s.byID {
+		if st.list.Allows(n.scope) {
+			drop = append(drop, n)
 		}
 	}
-	for _, e := range drop {
-		s.removeLocked(e)
-		s.persistLocked(record{Op: opDel, m: Mitigation{ID: e.m.ID}})
+	for _, n := range drop {
+		s.removeLocked(n)
+		s.persistLocked(record{Op: opDel, m: Mitigation{ID: n.id}})
 	}
 	if len(drop) > 0 {
 		s.log.Info("mitigations removed: the new allowlist covers them", "removed", len(drop))
@@ -487,7 +534,8 @@ func (s *Store) Expire(now time.Time) int {
 
 func (s *Store) expireLocked(now time.Time) int {
 	n := 0
-	for len(s.heap) > 0 && !s.heap[0].m.Expires.After(now) {
+	t := now.UnixMicro()
+	for len(s.heap) > 0 && s.heap[0].expires <= t {
 		// Not journaled: a restart drops it by its expiry anyway.
 		s.removeLocked(s.heap[0])
 		n++
@@ -498,12 +546,12 @@ func (s *Store) expireLocked(now time.Time) int {
 func (s *Store) evictLocked() {
 	e := s.heap[0]
 	s.removeLocked(e)
-	s.persistLocked(record{Op: opDel, m: Mitigation{ID: e.m.ID}})
+	s.persistLocked(record{Op: opDel, m: Mitigation{ID: e.id}})
 	s.met.evictions.Inc()
 	s.evicted++
 	if s.evicted&(s.evicted-1) == 0 { // 1, 2, 4, 8 ...: visible without flooding
 		s.log.Warn("mitigation table full, evicting the mitigation nearest to expiry",
-			"max_entries", s.max, "evicted_total", s.evicted, "rule", e.m.Rule, "expires", e.m.Expires)
+			"max_entries", s.max, "evicted_total", s.evicted, "rule", e.label.rule, "expires", time.UnixMicro(e.expires).UTC())
 	}
 }
 
@@ -518,9 +566,10 @@ func (s *Store) List(now time.Time) []Mitigation {
 func (s *Store) Snapshot(now time.Time) ([]Mitigation, uint64) {
 	s.mu.Lock()
 	out := make([]Mitigation, 0, len(s.byID))
-	for _, e := range s.byID {
-		if e.m.Expires.After(now) {
-			out = append(out, e.m)
+	t := now.UnixMicro()
+	for _, n := range s.byID {
+		if n.expires > t {
+			out = append(out, n.mitigation())
 		}
 	}
 	cursor := s.feed.seq
@@ -566,6 +615,7 @@ type Shape struct {
 	// own ip.src.prefix, as shapes from NewShape do.
 	Prefix   netip.Prefix
 	prefixes [][]byte // per name: its uvarint length and the name, as Key hashes them
+	filter   *prefixFilter
 }
 
 // NewShape parses a list of characteristic names into a Shape.
@@ -602,9 +652,56 @@ func shapeOf(sc Scope) (Shape, error) {
 				zero = netip.IPv6Unspecified()
 			}
 			sh.Prefix = netip.PrefixFrom(zero, pfx.Bits())
+			if pfx.Bits() > 0 {
+				sh.filter = &prefixFilter{bits: min(pfx.Bits(), 64)}
+			}
 		}
 	}
 	return sh, nil
+}
+
+// prefixFilter is what a shape holding ip.src.prefix knows of its held
+// prefixes without a key: how many fall in each of 4096 buckets of their
+// leading bits. A request whose address lands in an empty bucket cannot match
+// the shape, so Key skips it without formatting, hashing or probing: with
+// bans of many prefix lengths, most requests pay one atomic load per length
+// (BenchmarkDecidePrefixes). Counts change under the store's writer lock;
+// readers load them atomically.
+type prefixFilter struct {
+	bits   int // leading bits that place an address: the prefix length, at most 64
+	counts [prefixFilterBuckets]atomic.Int32
+}
+
+const prefixFilterBuckets = 4096
+
+func (f *prefixFilter) bucket(a netip.Addr) int {
+	var top uint64
+	if a.Is4() {
+		b := a.As4()
+		top = uint64(binary.BigEndian.Uint32(b[:])) << 32
+	} else {
+		b := a.As16()
+		top = binary.BigEndian.Uint64(b[:8])
+	}
+	top &= ^uint64(0) << (64 - f.bits)
+	return int((top * 0x9e3779b97f4a7c15) >> (64 - 12)) // Fibonacci hashing into 4096
+}
+
+// may reports whether a held prefix of the shape can hold a.
+func (f *prefixFilter) may(a netip.Addr) bool { return f.counts[f.bucket(a)].Load() > 0 }
+
+// count adds d to the bucket of sc's ip.src.prefix. A nil filter ignores it.
+func (f *prefixFilter) count(sc Scope, d int32) {
+	if f == nil {
+		return
+	}
+	for _, p := range sc {
+		if p.Name == namePrefix {
+			if pfx, err := netip.ParsePrefix(p.Value); err == nil {
+				f.counts[f.bucket(pfx.Addr())].Add(d)
+			}
+		}
+	}
 }
 
 // shapeID names a scope's shape: its names and, for ip.src.prefix, the
@@ -634,12 +731,19 @@ func shapeID(sc Scope) string {
 // Key computes the key of e's values for this shape (equal to Scope.Key of
 // the same pairs), using buf as scratch; buf is returned, possibly grown, for
 // reuse. ok is false when e lacks one of the characteristics (no scope holds
-// an empty value), or when the shape's Prefix is of the other address family
-// than e's address. It does not allocate once buf is large enough: the
+// an empty value), when the shape's Prefix is of the other address family
+// than e's address, or when no prefix the store holds for this shape can
+// hold e's address (see prefixFilter). It does not allocate once buf is large enough: the
 // canonical bytes are laid out in buf and hashed once.
 func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte, ok bool) {
 	if len(sh.prefixes) != len(sh.Characteristics) {
 		return 0, buf, false // not made by NewShape
+	}
+	if sh.filter != nil { // before any work: most requests stop here
+		a := e.IP.Unmap()
+		if !a.IsValid() || a.Is4() != sh.Prefix.Addr().Is4() || !sh.filter.may(a) {
+			return 0, buf, false
+		}
 	}
 	buf = buf[:0]
 	for i, c := range sh.Characteristics {
@@ -674,118 +778,97 @@ func (sh Shape) Key(e *characteristics.Event, buf []byte) (key uint64, _ []byte,
 // the set of shapes changes. It does not allocate.
 func (s *Store) Shapes() []Shape { return *s.shapes.Load() }
 
-// findLocked returns the entry for (scope, rule), or nil.
-func (s *Store) findLocked(key uint64, sc Scope, rule string) *entry {
-	c, found := s.shards[key>>(64-shardBits)].m[key]
-	if !found {
-		return nil
-	}
-	if c.m.Rule == rule && c.m.Scope.Equal(sc) {
-		return s.byID[c.m.ID]
-	}
-	if c.more != nil {
-		for _, m := range *c.more {
-			if m.Rule == rule && m.Scope.Equal(sc) {
-				return s.byID[m.ID]
-			}
+// findLocked returns the node of (scope, rule), or nil.
+func (s *Store) findLocked(key uint64, sc Scope, rule string) *node {
+	for n := s.shardOf(key).m[key]; n != nil; n = n.next {
+		if n.label.rule == rule && n.scope.Equal(sc) {
+			return n
 		}
 	}
 	return nil
 }
 
-func (s *Store) insertLocked(e *entry) {
-	s.byID[e.m.ID] = e
-	heap.Push(&s.heap, e)
-	sh := &s.shards[e.key>>(64-shardBits)]
-	sh.mu.Lock()
-	if c, found := sh.m[e.key]; !found {
-		sh.m[e.key] = cell{m: e.m}
-	} else {
-		if c.more == nil {
-			c.more = new([]Mitigation)
-			sh.m[e.key] = c
+// insertLocked indexes n and publishes it to readers, after the other
+// mitigations on its key.
+func (s *Store) insertLocked(n *node) {
+	if r := s.shapeRefLocked(n.scope, +1); r != nil {
+		for i := range n.scope {
+			n.scope[i].Name = r.shape.Names[i] // one copy of each name
 		}
-		*c.more = append(*c.more, e.m)
+		r.shape.filter.count(n.scope, +1) // before readers can find n
+	}
+	s.byID[n.id] = n
+	heap.Push(&s.heap, n)
+	sh := s.shardOf(n.key)
+	sh.mu.Lock()
+	if first := sh.m[n.key]; first == nil {
+		sh.m[n.key] = n
+	} else {
+		last := first
+		for last.next != nil {
+			last = last.next
+		}
+		last.next = n
 	}
 	sh.mu.Unlock()
 	s.n.Add(1)
-	s.met.active[e.m.Action].Inc()
-	s.shapeRefLocked(e.m.Scope, +1)
+	s.met.active[n.action].Inc()
 }
 
-// publishLocked copies e.m into the shard readers see.
-func (s *Store) publishLocked(e *entry) {
-	sh := &s.shards[e.key>>(64-shardBits)]
+// removeLocked drops n from every index and feeds its deletion.
+func (s *Store) removeLocked(n *node) {
+	heap.Remove(&s.heap, int(n.idx))
+	delete(s.byID, n.id)
+	sh := s.shardOf(n.key)
 	sh.mu.Lock()
-	if c := sh.m[e.key]; c.m.ID == e.m.ID {
-		c.m = e.m
-		sh.m[e.key] = c
-	} else if c.more != nil {
-		for i := range *c.more {
-			if (*c.more)[i].ID == e.m.ID {
-				(*c.more)[i] = e.m
+	if first := sh.m[n.key]; first == n {
+		if n.next == nil {
+			delete(sh.m, n.key)
+		} else {
+			sh.m[n.key] = n.next
+		}
+	} else {
+		for p := first; p != nil; p = p.next {
+			if p.next == n {
+				p.next = n.next
+				break
 			}
 		}
 	}
-	sh.mu.Unlock()
-}
-
-// removeLocked drops e from every index and feeds its deletion.
-func (s *Store) removeLocked(e *entry) {
-	heap.Remove(&s.heap, e.idx)
-	delete(s.byID, e.m.ID)
-	sh := &s.shards[e.key>>(64-shardBits)]
-	sh.mu.Lock()
-	c := sh.m[e.key]
-	var more []Mitigation
-	if c.more != nil {
-		more = *c.more
-	}
-	if c.m.ID == e.m.ID {
-		if len(more) == 0 {
-			delete(sh.m, e.key)
-		} else {
-			c.m = more[0]
-			more = slices.Delete(more, 0, 1) // zeroes the freed slot
-		}
-	} else if i := slices.IndexFunc(more, func(m Mitigation) bool { return m.ID == e.m.ID }); i >= 0 {
-		more = slices.Delete(more, i, i+1)
-	}
-	if c.more != nil {
-		if len(more) == 0 {
-			c.more = nil
-		} else {
-			*c.more = more
-		}
-		if _, found := sh.m[e.key]; found {
-			sh.m[e.key] = c
-		}
-	}
+	n.next = nil
 	sh.mu.Unlock()
 	s.n.Add(-1)
-	s.met.active[e.m.Action].Dec()
-	s.shapeRefLocked(e.m.Scope, -1)
-	s.feed.push(change{m: e.m, deleted: true})
+	s.met.active[n.action].Dec()
+	if r := s.shapeRefs[shapeID(n.scope)]; r != nil {
+		r.shape.filter.count(n.scope, -1) // after readers lost n
+	}
+	s.shapeRefLocked(n.scope, -1)
+	s.releaseLabelLocked(n.label)
+	s.feed.push(change{n: n, deleted: true})
 }
 
-func (s *Store) shapeRefLocked(sc Scope, d int) {
+// shapeRefLocked counts d more (or fewer) held scopes of sc's shape and
+// returns its record, nil once it holds none.
+func (s *Store) shapeRefLocked(sc Scope, d int) *shapeRef {
 	k := shapeID(sc)
 	r := s.shapeRefs[k]
 	switch {
 	case r != nil && r.n+d > 0:
 		r.n += d
-		return
+		return r
 	case r != nil:
 		delete(s.shapeRefs, k)
+		r = nil
 	case d <= 0:
-		return
+		return nil
 	default:
 		sh, err := shapeOf(sc)
 		if err != nil { // cannot happen: held scopes are canonical
 			s.log.Error("mitigation: held scope names do not parse", "err", err)
-			return
+			return nil
 		}
-		s.shapeRefs[k] = &shapeRef{n: d, shape: sh}
+		r = &shapeRef{n: d, shape: sh}
+		s.shapeRefs[k] = r
 	}
 	// The set changed: publish a new list, leaving the old one to its readers.
 	list := make([]Shape, 0, len(s.shapeRefs))
@@ -799,6 +882,7 @@ func (s *Store) shapeRefLocked(sc Scope, d int) {
 		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
 	})
 	s.shapes.Store(&list)
+	return r
 }
 
 // shapeRef counts the held scopes of one shape.
@@ -891,8 +975,8 @@ func (s *Store) compact(final bool) error {
 		return nil
 	}
 	live := make([]Mitigation, 0, len(s.byID))
-	for _, e := range s.byID {
-		live = append(live, e.m)
+	for _, n := range s.byID {
+		live = append(live, n.mitigation())
 	}
 	nextID := s.nextID
 	j := s.journal
@@ -929,29 +1013,29 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// expiryHeap is a min-heap of entries by expiry, then ID.
-type expiryHeap []*entry
+// expiryHeap is a min-heap of nodes by expiry, then ID.
+type expiryHeap []*node
 
 func (h expiryHeap) Len() int { return len(h) }
 func (h expiryHeap) Less(i, j int) bool {
-	if !h[i].m.Expires.Equal(h[j].m.Expires) {
-		return h[i].m.Expires.Before(h[j].m.Expires)
+	if h[i].expires != h[j].expires {
+		return h[i].expires < h[j].expires
 	}
-	return h[i].m.ID < h[j].m.ID
+	return h[i].id < h[j].id
 }
 func (h expiryHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	h[i].idx, h[j].idx = int32(i), int32(j)
 }
 func (h *expiryHeap) Push(x any) {
-	e := x.(*entry)
-	e.idx = len(*h)
-	*h = append(*h, e)
+	n := x.(*node)
+	n.idx = int32(len(*h))
+	*h = append(*h, n)
 }
 func (h *expiryHeap) Pop() any {
 	old := *h
-	e := old[len(old)-1]
+	n := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	return e
+	return n
 }

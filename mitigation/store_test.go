@@ -350,7 +350,7 @@ func TestShapes(t *testing.T) {
 	s.Delete(b.ID)
 	s.Delete(c.ID)
 	if got := s.Shapes(); len(got) != 0 {
-		t.Errorf("Shapes after all deleted = %q", got)
+		t.Errorf("Shapes after all deleted = %d", len(got))
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = s.Shapes() }); n != 0 {
 		t.Errorf("Shapes allocates %v", n)
@@ -605,5 +605,41 @@ func TestAddAll(t *testing.T) {
 	}, t0)
 	if err == nil || !strings.Contains(err.Error(), "#2") || s.Len() != 2 {
 		t.Errorf("AddAll with a bad entry: err %v, Len %d", err, s.Len())
+	}
+}
+
+// TestPrefixFilter: the per-shape filter follows adds and deletes, so a
+// prefix stays matched while another of its length comes and goes.
+func TestPrefixFilter(t *testing.T) {
+	s := newStore(t, Config{})
+	matches := func(ip string) bool {
+		ev := &characteristics.Event{IP: netip.MustParseAddr(ip)}
+		for _, sh := range s.Shapes() {
+			if k, _, ok := sh.Key(ev, nil); ok {
+				if _, hit := s.Lookup(k, t0); hit {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var ms []Mitigation
+	for i := range 300 { // more than fit in distinct buckets by chance
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)
+		ms = append(ms, mustAdd(t, s, mit("manual", ActionBlock, Scope{{"ip.src.prefix", p.String()}}, time.Hour), t0))
+	}
+	for i, m := range ms {
+		if i%2 == 0 {
+			s.Delete(m.ID)
+		}
+	}
+	for i := range 300 {
+		ip := netip.AddrFrom4([4]byte{10, byte(i), 9, 9}).String()
+		if got, want := matches(ip), i%2 == 1; got != want {
+			t.Errorf("%s matched %v, want %v", ip, got, want)
+		}
+	}
+	if matches("11.0.9.9") {
+		t.Error("an address outside every ban matched")
 	}
 }

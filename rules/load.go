@@ -45,7 +45,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows", "burst", "shadow", "retry_jitter"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows", "burst", "shadow", "retry_jitter", "concurrency"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -73,6 +73,9 @@ type Rule struct {
 	// Shadow (action throttle): count and decide, never refuse; what would
 	// have been refused is counted and logged.
 	Shadow bool
+	// Concurrency (action throttle) limits the key's requests in flight
+	// (asked about and not yet logged) instead of its rate; 0: a rate limit.
+	Concurrency int
 	// RetryJitter (action throttle): a refused request's Retry-After gets a
 	// random extra in [0, RetryJitter], to spread the retries.
 	RetryJitter time.Duration
@@ -385,7 +388,8 @@ func parseRule(errs *errorList, src *source) *Rule {
 	extra, hasWindows := meta.windows(custom)
 	_, hasPeriod := custom["period"]
 	_, hasRequests := custom["requests_per_period"]
-	if !hasWindows || hasPeriod || hasRequests {
+	_, hasConcurrency := custom["concurrency"]
+	if (!hasWindows && !hasConcurrency) || hasPeriod || hasRequests {
 		r.Period = meta.duration(custom, "period", 0)
 		r.Requests = meta.number(custom, "requests_per_period")
 		r.Windows = append(r.Windows, Window{Period: r.Period, Requests: r.Requests})
@@ -574,6 +578,19 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 		r.RetryJitter = mr.duration(custom, "retry_jitter", 0)
 		if r.Action != mitigation.ActionThrottle {
 			mr.fail("retry_jitter", "applies to action throttle")
+		}
+	}
+	if _, ok := custom["concurrency"]; ok {
+		n := mr.number(custom, "concurrency")
+		switch {
+		case r.Action != mitigation.ActionThrottle:
+			mr.fail("concurrency", "applies to action throttle")
+		case n != math.Trunc(n) || n > 1<<20:
+			mr.fail("concurrency", "%v: want a whole number of requests in flight, at most %d", n, 1<<20)
+		case r.Period != 0 || r.Requests != 0:
+			mr.fail("concurrency", "a concurrency limit takes no period or requests_per_period; write a second throttle rule for a rate")
+		default:
+			r.Concurrency = int(n)
 		}
 	}
 	if r.Action != mitigation.ActionThrottle {

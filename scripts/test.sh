@@ -12,10 +12,13 @@ export DEBIAN_FRONTEND=noninteractive
 
 need=()
 for pair in tshark:tshark tcpdump:tcpdump openssl:openssl ip:iproute2 nft:nftables nginx:nginx-light \
-    redis-server:redis-server redis-sentinel:redis-sentinel redis-cli:redis-tools; do
+    redis-server:redis-server redis-sentinel:redis-sentinel redis-cli:redis-tools \
+    curl:curl chromium:chromium systemd-analyze:systemd adduser:adduser runuser:util-linux dpkg-deb:dpkg; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done
+# characteristics/bots' capture test drives Python's requests too.
+python3 -c 'import requests' 2>/dev/null || need+=(python3-requests)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "== installing ${need[*]}"

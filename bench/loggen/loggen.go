@@ -54,6 +54,11 @@ type Labels struct {
 	BenignASNs    map[string]bool
 	Lines         int
 	Networks      []mmdbtest.Network // what GeoDB writes: ASN and country of every client network
+	// Classes lists every class of actor, attackers and benign, with how
+	// many client addresses each has; Actors gives the class of every
+	// client address.
+	Classes []Class
+	Actors  map[string]string
 }
 
 // GeoDB writes a MaxMind-format database covering the generated clients.
@@ -92,7 +97,8 @@ var browserJA4s = []string{
 }
 
 var (
-	pages   = []string{"/", "/products", "/about", "/cart", "/search?q=shoes", "/blog", "/blog/post-1", "/account", "/contact", "/faq"}
+	pages = []string{"/", "/products", "/about", "/cart", "/search?q=shoes", "/blog", "/blog/post-1", "/account", "/contact", "/faq",
+		"/search?q=select+dining+chairs", "/search?q=union+station+hotels", "/search?q=drop+table+legs"}
 	statics = []string{"/static/app.js", "/static/vendor.js", "/static/app.css", "/static/logo.png", "/static/fonts/inter.woff2", "/favicon.ico", "/static/hero.jpg", "/static/icons.svg"}
 	apis    = []string{"/api/cart", "/api/user", "/api/recommendations", "/api/products?page=1", "/api/products?page=2", "/api/stock", "/api/events"}
 )
@@ -132,14 +138,17 @@ func Generate(w io.Writer, cfg Config) (*Labels, error) {
 	}
 	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))}
 	g.labels = Labels{BenignIPs: map[string]bool{}, BenignPrefix: map[string]bool{}, BenignJA4: map[string]bool{},
-		BenignCookies: map[string]bool{}, BenignASNs: map[string]bool{}}
+		BenignCookies: map[string]bool{}, BenignASNs: map[string]bool{}, Actors: map[string]string{}}
 	g.networks()
 	for i := range cfg.Benign {
 		g.benign(i)
 	}
+	g.benignClasses()
 	if !cfg.NoAttack {
 		g.attacks()
+		g.behaviourAttacks()
 	}
+	g.countClasses()
 	slices.SortStableFunc(g.reqs, func(a, b request) int { return a.t.Compare(b.t) })
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var buf []byte
@@ -211,32 +220,29 @@ func (g *gen) add(r request) {
 	g.reqs = append(g.reqs, r)
 }
 
-// benign is one person browsing: a few page views, each pulling static assets
-// and API calls like a single-page app, at human speed; sometimes a login
-// (rarely mistyped) and a stray 404.
+// benign is one person browsing from a residential address of their own.
 func (g *gen) benign(i int) {
 	ip := g.benignAddr()
 	for g.labels.BenignIPs[ip.String()] {
 		ip = g.benignAddr()
 	}
-	bits := 24
-	if ip.Is6() {
-		bits = 64
-	}
-	pfx, _ := ip.Prefix(bits)
-	g.labels.BenignIPs[ip.String()] = true
-	g.labels.BenignPrefix[pfx.String()] = true
 	b := g.rng.IntN(len(browserUAs))
-	ua, ja4 := browserUAs[b], browserJA4s[b]
-	g.labels.BenignJA4[ja4] = true
-	cookie := fmt.Sprintf("s%016x", g.rng.Uint64())
-	g.labels.BenignCookies[cookie] = true
+	g.benignActor(ip, ClassBrowsing)
 	span := g.cfg.Duration - 10*time.Minute
 	if span <= 0 {
 		span = g.cfg.Duration
 	}
-	t := time.Duration(g.rng.Int64N(int64(span)))
-	views := 2 + g.rng.IntN(18)
+	g.browse(ip, browserUAs[b], browserJA4s[b], time.Duration(g.rng.Int64N(int64(span))), 2+g.rng.IntN(18))
+}
+
+// browse is one person's visit: a few page views, each pulling static
+// assets and API calls like a single-page app, at human speed; sometimes a
+// login (rarely mistyped), a search, a stray 404 or a broken image. The
+// site sets a session cookie on the first answer.
+func (g *gen) browse(ip netip.Addr, ua, ja4 string, t time.Duration, views int) {
+	g.labels.BenignJA4[ja4] = true
+	cookie := fmt.Sprintf("s%016x", g.rng.Uint64())
+	g.labels.BenignCookies[cookie] = true
 	ref := "-"
 	for v := range views {
 		page := pages[g.rng.IntN(len(pages))]
@@ -245,6 +251,9 @@ func (g *gen) benign(i int) {
 		}
 		base := request{ip: ip, ua: ua, ja4: ja4, cookie: cookie}
 		r := base
+		if v == 0 {
+			r.cookie = ""
+		}
 		r.t, r.method, r.path, r.status, r.ref = g.at(t), "GET", page, 200, ref
 		g.add(r)
 		for range 2 + g.rng.IntN(5) {
@@ -253,6 +262,11 @@ func (g *gen) benign(i int) {
 			if g.rng.IntN(4) == 0 {
 				s.status, s.bytes = 304, 0
 			}
+			g.add(s)
+		}
+		if g.rng.IntN(10) == 0 { // a page with a broken image
+			s := base
+			s.t, s.method, s.path, s.status, s.ref = g.at(t+time.Duration(g.rng.IntN(900))*time.Millisecond), "GET", "/static/img/banner-old.png", 404, "https://shop.example"+page
 			g.add(s)
 		}
 		for range g.rng.IntN(12) {
@@ -284,7 +298,12 @@ func (g *gen) benign(i int) {
 	}
 }
 
-func (g *gen) attack(a Attack) { g.labels.Attacks = append(g.labels.Attacks, a) }
+func (g *gen) attack(a Attack) {
+	g.labels.Attacks = append(g.labels.Attacks, a)
+	for _, ip := range a.IPs {
+		g.actor(ip, a.Name, true)
+	}
+}
 
 func addrV4(a, b, c, d int) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(a), byte(b), byte(c), byte(d)})

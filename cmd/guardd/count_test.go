@@ -75,10 +75,10 @@ func TestDecisionCount(t *testing.T) {
 	writeCountConfig(t, dir, countFormat)
 	td := startDaemon(t, dir)
 	defer td.stop(t)
-	if !td.d.pipe.Load().rules.Rules()[1].RequestTime || td.d.pipe.Load().rules.Rules()[0].RequestTime {
+	if !td.d.pipes.Load().Rules().Rules()[1].RequestTime || td.d.pipes.Load().Rules().Rules()[0].RequestTime {
 		t.Fatal("rule classification: want test_probe request-time, test_login not")
 	}
-	events := td.d.m.events.WithLabelValues("nginx_log")
+	events := td.d.pm.Events.WithLabelValues("nginx_log")
 
 	// Three probes, each asked about and then logged: a count of 3, the
 	// limit. Counted twice it would be 6 and the client blocked.

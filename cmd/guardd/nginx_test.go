@@ -300,11 +300,11 @@ func TestNginxDecisionCount(t *testing.T) {
 			t.Fatalf("invite %d: %d %q", i, code, body)
 		}
 	}
-	events := st.td.d.m.events.WithLabelValues("nginx_log")
+	events := st.td.d.pm.Events.WithLabelValues("nginx_log")
 	waitUntil(t, "the three log lines to be read", func() bool { return testutil.ToFloat64(events) >= 3 })
 	// Counted at decision time and again from the log, the count would be 6
 	// and the rule would have tripped by now.
-	if n := testutil.ToFloat64(st.td.d.m.trips.WithLabelValues("invite_spam", "shadowban")); n != 0 {
+	if n := testutil.ToFloat64(st.td.d.pm.Trips.WithLabelValues("invite_spam", "shadowban")); n != 0 {
 		t.Fatalf("invite_spam tripped after 3 invitations (limit 3): counted twice?")
 	}
 	// The fourth trips the rule when nginx asks: it gets the fake 200 and
@@ -372,7 +372,7 @@ func waitHTTP(t *testing.T, url string) {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous: the machine may be busy
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

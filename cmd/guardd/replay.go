@@ -14,17 +14,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
-	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
-	"github.com/guardd/guardd/mitigation"
-	"github.com/guardd/guardd/rules"
-	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/report"
 )
 
 func init() {
@@ -43,12 +40,14 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	var (
 		configPath = fs.String("config", "", "configuration file (YAML)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per mitigation per line")
+		clients    = fs.Bool("clients", false, "with --json: print the impact on each client address instead of the mitigations")
 		format     = fs.String("format", "", `nginx log_format: "combined", a format string, or a pasted log_format directive (overrides the config)`)
 		logJSON    = fs.Bool("log-json", false, "logs are JSON objects keyed by nginx variable names")
 		noBuiltin  = fs.Bool("no-builtin", false, "leave out the built-in rule library")
 		mmdb       = fs.String("mmdb", "", "MaxMind database (.mmdb) for ip.src.asnum and ip.src.country")
 		workers    = fs.Int("workers", 0, "parallel workers (default: all cores)")
 		progress   = fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never")
+		htmlOut    = fs.String("html", "", "also write a self-contained HTML report to this file: requests and trips over time per rule, the most mitigated keys, how close benign-looking keys came to each limit")
 		ruleDirs   stringList
 		pcaps      stringList
 	)
@@ -84,15 +83,18 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
+	if *clients && !*asJSON {
+		fmt.Fprintln(stderr, "guardd replay: --clients needs --json")
+		return 2
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := buildPipeline(cfg, logger, nil)
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	defer p.enricher.Close()
-
-	rc := replay.Config{Engine: p.engine, Enricher: p.enricher, Format: p.format, JSON: cfg.Log.JSON, Workers: *workers, Logger: logger}
+	rep := pipeline.NewReport(*clients)
+	rc := replay.Config{Pipeline: p, Report: rep, Workers: *workers, Logger: logger}
 	if len(pcaps) > 0 {
 		// The whole capture is read before the logs, so entries must live as
 		// long as the capture spans.
@@ -102,6 +104,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			join.Put(r)
 			n++
 		}); err != nil {
+			p.Release()
 			fmt.Fprintln(stderr, "guardd replay:", err)
 			return 1
 		}
@@ -113,6 +116,11 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		bar = &progressBar{w: stderr}
 		rc.Progress = bar.update
 	}
+	var rec *report.Recorder
+	if *htmlOut != "" {
+		rec = report.NewRecorder(p.Engine().Rules())
+		p.Engine().SetOnCount(rec.Count)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	st, err := replay.Run(ctx, rc, logs)
@@ -120,83 +128,37 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	ms := p.engine.Mitigations()
+	ms := rep.Mitigations()
+	if rec != nil {
+		if err := writeReplayHTML(*htmlOut, rec, ms, st, logs); err != nil {
+			fmt.Fprintln(stderr, "guardd replay:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "guardd replay: wrote the report to %s\n", *htmlOut)
+	}
 	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	if *asJSON {
+	switch {
+	case *clients:
+		writeClientsJSON(out, rep.Clients())
+	case *asJSON:
 		writeMitigationsJSON(out, ms)
-	} else {
+	default:
 		writeMitigationsTable(out, ms)
 	}
+	out.Flush()
 	rate := float64(st.Lines) / st.Elapsed.Seconds()
 	fmt.Fprintf(stderr, "guardd replay: %d lines (%d malformed) in %.2fs, %.0f lines/s; %d mitigations over %d requests; event time %s to %s\n",
 		st.Lines, st.Malformed, st.Elapsed.Seconds(), rate, len(ms), st.Mitigated, fmtTime(st.First), fmtTime(st.Last))
+	if st.Future > 0 {
+		fmt.Fprintf(stderr, "guardd replay: %d events dated more than %s ahead of the clock were counted at the clock's time\n", st.Future, pipeline.DefaultFutureTolerance)
+	}
+	for _, err := range st.FileErrors {
+		fmt.Fprintln(stderr, "guardd replay:", err, "(the rest of that file was skipped; the other files were replayed)")
+	}
+	if len(st.FileErrors) > 0 {
+		return 1
+	}
 	return 0
-}
-
-func toScope(fs []characteristics.Field) mitigation.Scope {
-	sc := make(mitigation.Scope, len(fs))
-	for i, f := range fs {
-		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
-	}
-	return sc
-}
-
-// pipeline is what replay and the daemon share: rules, engine, enrichment.
-type pipeline struct {
-	rules    *rules.Set
-	engine   *engine.Engine
-	enricher *characteristics.Enricher
-	format   *nginxlog.Format
-}
-
-func buildPipeline(cfg *config.Config, logger *slog.Logger, reg prometheus.Registerer) (*pipeline, error) {
-	ropts := rules.Options{Logger: logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: reg}
-	var sets []*rules.Set
-	if !cfg.Rules.DisableBuiltin {
-		s, err := rules.Builtin(ropts)
-		if err != nil {
-			return nil, err
-		}
-		sets = append(sets, s)
-	}
-	for _, d := range cfg.Rules.Dirs {
-		s, err := rules.LoadDir(d, ropts)
-		if err != nil {
-			return nil, err
-		}
-		sets = append(sets, s)
-	}
-	set, err := rules.Merge(sets...)
-	if err != nil {
-		return nil, err
-	}
-	allow, err := cfg.Allowlist()
-	if err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(engine.Config{Rules: set, MaxKeys: cfg.Counting.MaxKeys, Allowed: func(sc []characteristics.Field) bool {
-		return allow.Allows(toScope(sc))
-	}})
-	if err != nil {
-		return nil, err
-	}
-	en, err := characteristics.NewEnricher(cfg.Enrich())
-	if err != nil {
-		return nil, err
-	}
-	p := &pipeline{rules: set, engine: eng, enricher: en}
-	if !cfg.Log.JSON {
-		f := cfg.Log.Format
-		if f == "" {
-			f = "combined"
-		}
-		if p.format, err = nginxlog.Compile(f); err != nil {
-			en.Close()
-			return nil, fmt.Errorf("log.format: %w", err)
-		}
-	}
-	return p, nil
 }
 
 func fmtTime(t time.Time) string {
@@ -233,19 +195,58 @@ type mitigationJSON struct {
 	Expires   string    `json:"expires"`
 }
 
-func writeMitigationsJSON(w io.Writer, ms []engine.Mitigation) {
+func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, st replay.Stats, logs []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	info := report.Info{Files: logs, Lines: st.Lines, Malformed: st.Malformed, Mitigated: st.Mitigated,
+		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now()}
+	if err := report.WriteReplayHTML(f, rec.Report(info, ms, 10)); err != nil {
+		f.Close()
+		return fmt.Errorf("html report: %w", err)
+	}
+	return f.Close()
+}
+
+func writeMitigationsJSON(w io.Writer, ms []pipeline.Mitigation) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, m := range ms {
 		enc.Encode(mitigationJSON{
-			Rule: m.Rule.Name, Action: m.Rule.Action.String(), Scope: scopeJSON(m.Scope),
+			Rule: m.Rule, Action: m.Action.String(), Scope: scopeJSON(m.Scope),
 			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
 			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
 		})
 	}
 }
 
-func writeMitigationsTable(w io.Writer, ms []engine.Mitigation) {
+// clientJSON is one line of `guardd replay --json --clients` (DESIGN.md).
+type clientJSON struct {
+	Addr      string           `json:"ip.src"`
+	Requests  int64            `json:"requests"`
+	Actioned  int64            `json:"actioned"`
+	Actions   map[string]int64 `json:"actions"`
+	Rules     []string         `json:"rules"`
+	Mitigated bool             `json:"mitigated"`
+}
+
+func writeClientsJSON(w io.Writer, cs []pipeline.Client) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, c := range cs {
+		o := clientJSON{Addr: c.Addr.String(), Requests: c.Requests, Actioned: c.Actioned, Actions: map[string]int64{}, Rules: c.Rules, Mitigated: c.Mitigated}
+		for a, n := range c.Actions {
+			o.Actions[a.String()] = n
+		}
+		if o.Rules == nil {
+			o.Rules = []string{}
+		}
+		enc.Encode(o)
+	}
+}
+
+func writeMitigationsTable(w io.Writer, ms []pipeline.Mitigation) {
 	if len(ms) == 0 {
 		fmt.Fprintln(w, "no mitigations")
 		return
@@ -257,7 +258,7 @@ func writeMitigationsTable(w io.Writer, ms []engine.Mitigation) {
 		for _, f := range m.Scope {
 			sc = append(sc, f.Name+"="+f.Value)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.Rule.Name, m.Rule.Action, strings.Join(sc, " "), m.Count, fmtTime(m.FirstSeen), fmtTime(m.LastSeen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.Rule, m.Action, strings.Join(sc, " "), m.Count, fmtTime(m.FirstSeen), fmtTime(m.LastSeen))
 	}
 	tw.Flush()
 }

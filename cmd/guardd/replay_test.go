@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,8 +69,8 @@ func TestReplayJoinsCapture(t *testing.T) {
 	}
 	// Without the capture there is no JA4, so nothing trips.
 	out.Reset()
-	if rc := runReplay([]string{"--json", "--no-builtin", "--rules", dir, "--progress", "never", log}, &out, &errb); rc != 0 || out.Len() != 0 {
-		t.Fatalf("without --pcap: rc %d, output %q", rc, out.String())
+	if rc := runReplay(slices.Concat(args[:8], args[10:]), &out, &errb); rc != 0 || out.Len() != 0 {
+		t.Fatalf("without --pcap: rc %d, output %q, stderr %s", rc, out.String(), errb.String())
 	}
 }
 
@@ -86,5 +87,54 @@ func TestReplayCommand(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "0 malformed") {
 		t.Errorf("summary: %s", errb.String())
+	}
+}
+
+// TestReplayClients: `guardd replay --json --clients` prints one object per
+// client address that a mitigation actioned or covered (DESIGN.md), each
+// consistent with the mitigations of `guardd replay --json`.
+func TestReplayClients(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := runReplay([]string{"--json", "--clients", "--progress", "never", "../../testdata/access.log.gz"}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	type client struct {
+		Addr      string           `json:"ip.src"`
+		Requests  int64            `json:"requests"`
+		Actioned  int64            `json:"actioned"`
+		Actions   map[string]int64 `json:"actions"`
+		Rules     []string         `json:"rules"`
+		Mitigated *bool            `json:"mitigated"`
+	}
+	seen := map[string]client{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var c client
+		if err := json.Unmarshal([]byte(line), &c); err != nil || c.Addr == "" || c.Mitigated == nil || c.Actions == nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		var sum int64
+		for _, n := range c.Actions {
+			sum += n
+		}
+		if sum != c.Actioned || c.Actioned > c.Requests || (c.Actioned == 0 && !*c.Mitigated) || len(c.Rules) == 0 {
+			t.Errorf("inconsistent %+v", c)
+		}
+		seen[c.Addr] = c
+	}
+	if c, ok := seen["203.0.113.10"]; !ok || !*c.Mitigated || c.Actioned == 0 {
+		t.Errorf("the brute-forcing client: %+v", c)
+	}
+	// Without --json it is refused.
+	if rc := runReplay([]string{"--clients", "../../testdata/access.log.gz"}, &out, &errb); rc != 2 {
+		t.Errorf("--clients without --json: rc %d", rc)
+	}
+}
+
+// TestReplayWrongFormat: a replay where no line parses exits non-zero and
+// says why (defect 8).
+func TestReplayWrongFormat(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := runReplay([]string{"--log-json", "--progress", "never", "../../testdata/access.log.gz"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "lines malformed") {
+		t.Fatalf("rc %d, stderr %s", rc, errb.String())
 	}
 }

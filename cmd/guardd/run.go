@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -25,17 +24,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/counting"
-	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/admin"
 	"github.com/guardd/guardd/mitigation/decision"
 	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/mitigation/throttle"
-	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/shadowban"
 )
 
@@ -86,12 +84,14 @@ type daemon struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	cfg     atomic.Pointer[config.Config]
-	pipe    atomic.Pointer[pipeline]
+	pipes   *pipeline.Holder
+	pm      *pipeline.Metrics
 	store   *mitigation.Store
 	dec     *decision.Handler
+	limits  *throttle.Limiter // request-time limits: in flight, shedding
 	decSrv  *http1.Server
+	admin   http.Handler
 	tailer  *tail.Tailer
-	token   string
 	started time.Time
 	m       daemonMetrics
 
@@ -106,10 +106,8 @@ type daemon struct {
 }
 
 type daemonMetrics struct {
-	events, parseErrors *prometheus.CounterVec
-	trips, matches      *prometheus.CounterVec
-	reloadOK, reloadTS  prometheus.Gauge
-	restart             prometheus.Gauge
+	reloadOK, reloadTS prometheus.Gauge
+	restart            prometheus.Gauge
 }
 
 func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *prometheus.Registry) (*daemon, error) {
@@ -129,17 +127,12 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	d.cfg.Store(cfg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.m = daemonMetrics{
-		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_ingest_events_total", Help: "Events read, by source."}, []string{"source"}),
-		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_ingest_parse_errors_total", Help: "Lines or packets that could not be parsed and were skipped, by source."}, []string{"source"}),
-		matches:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_matches_total", Help: "Events that matched a rule's counting expression and were counted."}, []string{"rule"}),
-		trips:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_rules_trips_total", Help: "Times a rule went over its limit and created or extended a mitigation."}, []string{"rule", "action"}),
-		reloadOK:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded."}),
-		restart:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Components whose configuration changed at the last reload and apply it only on a restart."}),
-		reloadTS:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded, every component taking it."}),
+		restart:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Components whose configuration changed at the last reload and apply it only on a restart."}),
+		reloadTS: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
 	}
-	d.m.events.WithLabelValues(characteristics.SourceNginxLog.String())
-	d.m.parseErrors.WithLabelValues(characteristics.SourceNginxLog.String())
-	reg.MustRegister(d.m.events, d.m.parseErrors, d.m.matches, d.m.trips, d.m.reloadOK, d.m.reloadTS, d.m.restart)
+	reg.MustRegister(d.m.reloadOK, d.m.reloadTS, d.m.restart)
+	d.pm = pipeline.NewMetrics(reg)
 
 	allow, err := cfg.Allowlist()
 	if err != nil {
@@ -149,46 +142,53 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.build(cfg)
-	if err != nil {
+	fail := func(err error) (*daemon, error) {
+		if d.pipes != nil {
+			d.pipes.Close()
+		}
 		d.store.Close()
 		return nil, err
 	}
-	d.pipe.Store(p)
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg})
+	if err != nil {
+		return fail(err)
+	}
+	d.pipes = pipeline.NewHolder(p)
 	d.reloaded(true)
 	sb, _ := shadowban.New(cfg.Shadowban) // validated
 	var counter decision.Counter
 	if cfg.Decision.Count {
 		if d.counted, err = counting.NewSeen(1<<20, 2*time.Minute); err != nil {
-			d.store.Close()
-			return nil, err
+			return fail(err)
 		}
-		counter = &requestCounter{d: d}
+		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: logger}
 	}
-	limits, err := throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys, Registerer: reg, Logger: logger})
+	d.limits, err = throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
+		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: reg, Logger: logger})
 	if err != nil {
-		d.store.Close()
-		return nil, err
+		return fail(err)
 	}
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.rules, Enricher: p.enricher, Shadow: sb, Counter: counter,
-		Throttle: limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
+	// The holder is the decision API's enricher: a reload reaches it, and a
+	// MaxMind reader is closed only once no decision uses it.
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Shadow: sb, Counter: counter,
+		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
 	if err != nil {
-		d.store.Close()
-		return nil, err
+		return fail(err)
 	}
 	d.decSrv, err = http1.New(http1.Config{Handler: d.dec, Loops: cfg.Decision.Loops, Logger: logger})
 	if err != nil {
-		d.store.Close()
-		return nil, err
+		return fail(err)
 	}
 	registerServerStats(reg, d.decSrv)
-	if d.token, err = loadToken(cfg); err != nil {
-		d.store.Close()
-		return nil, err
+	token, err := loadToken(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d}}); err != nil {
+		return fail(err)
 	}
 	if err := d.buildOutputs(cfg); err != nil {
-		d.store.Close()
-		return nil, err
+		return fail(err)
 	}
 	if len(cfg.Fingerprint.Interfaces) > 0 {
 		d.join = sniff.NewJoin(cfg.Fingerprint.JoinTTL, 0)
@@ -201,8 +201,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	d.tailer, err = tail.New(tail.Config{Paths: cfg.Sources.Nginx.Paths, Start: start, FromStart: cfg.Sources.Nginx.FromStart,
 		PollInterval: cfg.Sources.Nginx.PollInterval, Logger: logger})
 	if err != nil {
-		d.store.Close()
-		return nil, err
+		return fail(err)
 	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_tail_lag_seconds", Help: "Wall-clock time minus the time of the newest event read from the logs."}, func() float64 {
@@ -212,11 +211,11 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 			return 0
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_counting_keys", Help: "Keys tracked by the rules' counters."}, func() float64 {
-			k, _ := d.pipe.Load().engine.Keys()
+			k, _ := d.pipes.Load().Engine().Keys()
 			return float64(k)
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_counting_evictions_total", Help: "Keys evicted from full counter tables (since the last rule reload)."}, func() float64 {
-			_, e := d.pipe.Load().engine.Keys()
+			_, e := d.pipes.Load().Engine().Keys()
 			return float64(e)
 		}),
 	)
@@ -224,47 +223,6 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 }
 
 func (d *daemon) checkpointPath() string { return d.cfg.Load().Checkpoint() }
-
-// build makes the rules, engine and parsers of cfg; trips go to the store.
-func (d *daemon) build(cfg *config.Config) (*pipeline, error) {
-	p, err := buildPipeline(cfg, d.log, d.reg)
-	if err != nil {
-		return nil, err
-	}
-	allow, _ := cfg.Allowlist()
-	eng, err := engine.New(engine.Config{Rules: p.rules, MaxKeys: cfg.Counting.MaxKeys, OnTrip: d.trip,
-		Allowed: func(sc []characteristics.Field) bool { return allow.Allows(toScope(sc)) }})
-	if err != nil {
-		p.enricher.Close()
-		return nil, err
-	}
-	p.engine = eng
-	if cfg.Decision.Count && !cfg.Log.JSON && !slices.Contains(p.format.Variables(), "request_id") {
-		p.enricher.Close()
-		return nil, errors.New("decision.count: log.format has no $request_id; without it a request counted at decision time would be counted again from its log line")
-	}
-	return p, nil
-}
-
-// trip turns a rule going over its limit into a mitigation.
-func (d *daemon) trip(tr engine.Trip) {
-	action := tr.Rule.Action
-	now := time.Now()
-	if !tr.Expires.After(now) {
-		return // an old line from a backlog: the mitigation would already be over
-	}
-	m, ok, err := d.store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: toScope(tr.Scope), Expires: tr.Expires, Origin: "rule"}, now)
-	if err != nil {
-		d.log.Warn("mitigation not added", "rule", tr.Rule.Name, "err", err)
-		return
-	}
-	if ok {
-		d.m.trips.WithLabelValues(tr.Rule.Name, action.String()).Inc()
-		if !tr.Extended {
-			d.log.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
-		}
-	}
-}
 
 func (d *daemon) reloaded(ok bool) {
 	if ok {
@@ -303,14 +261,16 @@ func (d *daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.log.Info("guardd running", "decision", d.decisionLn.Addr().String(), "admin", d.adminLn.Addr().String(),
-		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipe.Load().rules.Rules()), "mitigations", d.store.Len())
+		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipes.Load().Rules().Rules()), "mitigations", d.store.Len(),
+		"inputs", inputsOf(cfg), "outputs", outputsOf(cfg))
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
+	g.Go(func() error { return d.limits.Run(ctx) })
 	g.Go(func() error {
 		defer d.decisionLn.Close()
 		return d.decSrv.Serve(ctx, d.decisionLn)
 	})
-	g.Go(func() error { return serve(ctx, d.adminLn, d.adminHandler()) })
+	g.Go(func() error { return serve(ctx, d.adminLn, d.admin) })
 	g.Go(func() error { return d.runTail(ctx) })
 	g.Go(func() error { return d.watch(ctx) })
 	for _, o := range d.outputs {
@@ -323,7 +283,7 @@ func (d *daemon) Run(ctx context.Context) error {
 	if cerr := d.store.Close(); err == nil {
 		err = cerr
 	}
-	d.pipe.Load().enricher.Close()
+	d.pipes.Close()
 	d.log.Info("guardd stopped")
 	return err
 }
@@ -368,17 +328,13 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return nil
 }
 
-// runTail reads the logs and feeds the engine, one batch at a time.
+// runTail follows the logs through the per-event path: batches parsed and
+// evaluated on every core, counted in order, the checkpoint saved once their
+// lines are counted.
 func (d *daemon) runTail(ctx context.Context) error {
 	var (
-		ev        characteristics.Event
-		mm        engine.Matches
-		lastSave  time.Time
-		lastWarn  time.Time
-		lastSweep = time.Now()
-		src       = characteristics.SourceNginxLog.String()
-		events    = d.m.events.WithLabelValues(src)
-		bad       = d.m.parseErrors.WithLabelValues(src)
+		lastSave time.Time
+		lastPos  *tail.Position
 	)
 	save := func(pos tail.Position) {
 		if err := tail.SaveCheckpoint(d.checkpointPath(), pos); err != nil {
@@ -386,74 +342,46 @@ func (d *daemon) runTail(ctx context.Context) error {
 		}
 		lastSave = time.Now()
 	}
-	var lastPos *tail.Position
-	var perRule []float64
-	err := d.tailer.Run(ctx, func(lines []tail.Line, pos tail.Position) error {
-		p := d.pipe.Load()
-		cfg := d.cfg.Load()
-		rs := p.rules.Rules()
-		perRule = slices.Grow(perRule[:0], len(rs))[:len(rs)]
-		clear(perRule)
-		var newest int64
-		for _, l := range lines {
-			ev.Reset()
-			var err error
-			if cfg.Log.JSON {
-				err = nginxlog.ParseJSON(l.Data, &ev)
-			} else {
-				err = p.format.Parse(l.Data, &ev)
+	cfg := pipeline.Config{Pipelines: d.pipes, Store: d.store, Counted: d.counted, Metrics: d.pm, Logger: d.log,
+		Applied: func(mark any, st *pipeline.Stats) {
+			if t := st.Last.UnixNano(); !st.Last.IsZero() && t > d.lastEvent.Load() {
+				d.lastEvent.Store(t)
 			}
-			if err != nil || ev.Time.IsZero() {
-				bad.Inc()
-				if time.Since(lastWarn) > 10*time.Second {
-					lastWarn = time.Now()
-					d.log.Warn("malformed log line skipped", "file", l.Path, "err", err)
-				}
-				continue
+			pos := mark.(tail.Position)
+			lastPos = &pos
+			if time.Since(lastSave) > time.Second {
+				save(pos)
 			}
-			ev.Source = characteristics.SourceNginxLog
-			p.enricher.Enrich(&ev)
-			if d.join != nil {
-				d.join.Enrich(&ev)
-			}
-			mm.Reset()
-			p.engine.Prepare(&ev, &mm)
-			if d.counted != nil {
-				d.skipCounted(&ev, rs, mm.Items)
-			}
-			p.engine.Apply(ev.Time, mm.Items, mm.Keys)
-			for _, it := range mm.Items {
-				if it.Count {
-					perRule[it.Rule]++
-				}
-			}
-			newest = max(newest, ev.Time.UnixNano())
-		}
-		events.Add(float64(len(lines)))
-		for i, n := range perRule {
-			if n > 0 {
-				d.m.matches.WithLabelValues(rs[i].Name).Add(n)
-			}
-		}
-		if newest > d.lastEvent.Load() {
-			d.lastEvent.Store(newest)
-		}
-		lastPos = &pos
-		st := d.tailer.Stats()
-		d.tailStats.Store(&st)
-		if time.Since(lastSave) > time.Second {
-			save(pos)
-		}
-		if time.Since(lastSweep) > 10*time.Second {
-			lastSweep = time.Now()
-			p.engine.Expire(time.Unix(0, d.lastEvent.Load()))
-		}
-		return nil
-	})
+		}}
+	if d.join != nil {
+		cfg.Join = d.join
+	}
+	cfg.Observe = d.limits.Observe // in-flight release, shedding signals
+	_, err := pipeline.Run(ctx, cfg, tailSource{d})
 	if lastPos != nil {
 		save(*lastPos)
 	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
 	return err
+}
+
+// tailSource is the daemon's Source: the tailer's batches, each marked with
+// the position after it.
+type tailSource struct{ d *daemon }
+
+func (s tailSource) Read(ctx context.Context, w *pipeline.Writer) error {
+	return s.d.tailer.Run(ctx, func(lines []tail.Line, pos tail.Position) error {
+		for _, l := range lines {
+			if err := w.Line(l.Data, l.Path, l.Num); err != nil {
+				return err
+			}
+		}
+		st := s.d.tailer.Stats()
+		s.d.tailStats.Store(&st)
+		return w.Mark(pos)
+	})
 }
 
 // watch reloads on SIGHUP and when the config or a rule file changes.
@@ -512,7 +440,7 @@ func (d *daemon) reload() {
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
 		return
 	}
-	p, err := d.build(cfg)
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg})
 	if err != nil {
 		d.reloaded(false)
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
@@ -533,20 +461,37 @@ func (d *daemon) reload() {
 	// A change that waits for a restart is not a successful reload.
 	d.reloaded(rep.OK())
 	d.m.restart.Set(float64(len(rep.Restart)))
-	d.log.Info("reloaded", "rules", len(p.rules.Rules()), "applied", rep.Applied, "restart", len(rep.Restart))
+	d.log.Info("reloaded", "rules", len(p.Rules().Rules()), "applied", rep.Applied, "restart", len(rep.Restart))
 }
 
 // reloaders are the components that take part in a reload, p being the
 // rules and enrichment already built from the new configuration.
-func (d *daemon) reloaders(p *pipeline) []config.Reloader {
+func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 	return []config.Reloader{
 		{Name: "rules", Apply: func(_, _ *config.Config) error {
-			if err := d.dec.SetRules(p.rules); err != nil {
-				p.enricher.Close()
+			if err := d.dec.SetRules(p.Rules()); err != nil {
+				p.Release()
 				return err
 			}
-			old := d.pipe.Swap(p)
-			old.enricher.Close()
+			// Batches, decisions and counts still using the old pipeline
+			// keep it (and its MaxMind readers) open until they finish.
+			d.pipes.Swap(p)
+			return nil
+		}},
+		{Name: "allowlist", Apply: func(o, n *config.Config) error {
+			if reflect.DeepEqual(o.Mitigation.Allowlist, n.Mitigation.Allowlist) {
+				return nil
+			}
+			allow, err := n.Allowlist()
+			if err != nil {
+				return err
+			}
+			if err := d.store.SetAllowlist(allow); err != nil {
+				return err
+			}
+			if n.Firewall.NFTables != nil && !reflect.DeepEqual(o.Mitigation.Allowlist.CIDRs, n.Mitigation.Allowlist.CIDRs) {
+				return config.NeedsRestart("mitigation.allowlist.cidrs (in the nftables sets)")
+			}
 			return nil
 		}},
 		{Name: "daemon", Apply: func(o, n *config.Config) error {
@@ -561,11 +506,12 @@ func (d *daemon) reloaders(p *pipeline) []config.Reloader {
 			diff("decision.shed_after", o.Decision.ShedAfter != n.Decision.ShedAfter)
 			diff("decision.count", o.Decision.Count != n.Decision.Count)
 			diff("decision.throttle_shadow", o.Decision.ThrottleShadow != n.Decision.ThrottleShadow)
+			diff("decision.in_flight_timeout", o.Decision.InFlightTimeout != n.Decision.InFlightTimeout)
+			diff("shedding", !reflect.DeepEqual(o.Shedding, n.Shedding))
 			diff("admin", o.Admin != n.Admin)
 			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
 			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)
 			diff("mitigation.max_entries", o.Mitigation.MaxEntries != n.Mitigation.MaxEntries)
-			diff("mitigation.allowlist", !reflect.DeepEqual(o.Mitigation.Allowlist, n.Mitigation.Allowlist))
 			diff("fingerprint", !reflect.DeepEqual(o.Fingerprint, n.Fingerprint))
 			diff("shadowban", !reflect.DeepEqual(o.Shadowban, n.Shadowban))
 			diff("crowdsec", !reflect.DeepEqual(o.CrowdSec, n.CrowdSec))

@@ -142,7 +142,7 @@ func (td *testDaemon) decide(t *testing.T, ip, uri string) (int, string) {
 
 func (td *testDaemon) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous: the machine may be busy
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -167,7 +167,7 @@ func TestDaemon(t *testing.T) {
 		t.Fatalf("other client: %d, want 204", c)
 	}
 	td.waitFor(t, "the parse error to be counted", func() bool {
-		return testutil.ToFloat64(td.d.m.parseErrors.WithLabelValues("nginx_log")) == 1
+		return testutil.ToFloat64(td.d.pm.ParseErrors.WithLabelValues("nginx_log")) == 1
 	})
 
 	// The CLI, through the admin API.
@@ -212,7 +212,7 @@ func TestDaemon(t *testing.T) {
 	// A bad rule is refused on reload; the running rules stay.
 	os.WriteFile(filepath.Join(dir, "rules", "bad.rego"), []byte("package guardd.rules.bad\ncount if {"), 0o644)
 	td.d.reload()
-	if testutil.ToFloat64(td.d.m.reloadOK) != 0 || len(td.d.pipe.Load().rules.Rules()) != 1 {
+	if testutil.ToFloat64(td.d.m.reloadOK) != 0 || len(td.d.pipes.Load().Rules().Rules()) != 1 {
 		t.Fatal("bad rule replaced the good ones")
 	}
 	os.Remove(filepath.Join(dir, "rules", "bad.rego"))

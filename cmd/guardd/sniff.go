@@ -22,7 +22,7 @@ func (d *daemon) sniff(ctx context.Context, ifc string) error {
 		return fmt.Errorf("fingerprint.interfaces: %s: %w", ifc, err)
 	}
 	defer src.Close()
-	records := d.m.events.WithLabelValues("sniff")
+	records := d.pm.Events.WithLabelValues("sniff")
 	sn, err := sniff.New(sniff.Config{DisableJA4H: cfg.Fingerprint.DisableJA4H}, func(r *sniff.Record) {
 		d.join.Put(r)
 		records.Inc()

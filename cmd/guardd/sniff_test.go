@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/characteristics"
 )
 
 const liveJA4Rule = `# METADATA
@@ -47,7 +50,16 @@ fingerprint: {interfaces: [lo]}
 `)
 	td := startDaemon(t, dir)
 	defer td.stop(t)
-	time.Sleep(300 * time.Millisecond) // the capture is open
+	// The capture is open once its drop gauge is registered.
+	td.waitFor(t, "the capture on lo to open", func() bool {
+		mfs, _ := td.d.reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "guardd_sniff_kernel_drops" {
+				return true
+			}
+		}
+		return false
+	})
 
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}})
 	if err != nil {
@@ -63,17 +75,31 @@ fingerprint: {interfaces: [lo]}
 			go func() { c.(*tls.Conn).Handshake(); c.Close() }()
 		}
 	}()
-	var lines []string
+	var (
+		lines []string
+		ports []uint16
+	)
 	for range 2 {
 		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, ServerName: "example.test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		port := c.LocalAddr().(*net.TCPAddr).Port
+		ports = append(ports, uint16(port))
 		c.Close()
 		lines = append(lines, fmt.Sprintf(`127.0.0.1 - - [%s] "GET / HTTP/1.1" 200 5 "-" "Go" %d`, time.Now().Format("02/Jan/2006:15:04:05 -0700"), port))
 	}
-	time.Sleep(500 * time.Millisecond) // the hellos are in the join table
+	// Both hellos are in the join table (loopback may carry other tests'
+	// traffic, so ask for these connections, not for a count).
+	td.waitFor(t, "both hellos in the join table", func() bool {
+		for _, p := range ports {
+			ev := characteristics.Event{IP: netip.MustParseAddr("127.0.0.1"), Port: p, Time: time.Now()}
+			if !td.d.join.Enrich(&ev) || ev.TLS.JA4 == "" {
+				return false
+			}
+		}
+		return true
+	})
 	td.appendLines(t, lines...)
 	td.waitFor(t, "a mitigation on the sniffed JA4", func() bool {
 		for _, m := range td.d.store.List(time.Now()) {

@@ -28,9 +28,9 @@ func BenchmarkReplay(b *testing.B) {
 	var lines int64
 	for b.Loop() {
 		b.StopTimer()
-		eng := newEngine(b) // fresh counters: the log's times start over
+		p := newPipeline(b, "combined", "") // fresh counters: the log's times start over
 		b.StartTimer()
-		st, err := replay.Run(context.Background(), replay.Config{Engine: eng}, []string{log})
+		st, err := replay.Run(context.Background(), replay.Config{Pipeline: p}, []string{log})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,31 +6,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/nginxlog"
-	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/pipeline"
 )
-
-// Joiner attaches fingerprints sniffed from the same connection to an event.
-type Joiner interface {
-	Enrich(e *characteristics.Event) bool
-}
 
 // Config configures Run.
 type Config struct {
-	Engine   *engine.Engine            // required
-	Enricher *characteristics.Enricher // nil: /24 and /64 prefixes, no proxies, no ASN
-	// Format parses log lines; nil means nginx's combined format. With JSON
-	// set, lines are JSON objects keyed by nginx variable names instead.
-	Format *nginxlog.Format
-	JSON   bool
-	Join   Joiner // optional
+	Pipeline *pipeline.Pipeline // required; Run takes over its reference
+	// Report receives the mitigations made and, if it keeps them, the
+	// clients' impact; nil keeps only Stats.
+	Report *pipeline.Report
+	Join   pipeline.Joiner // optional
 	// Workers parsing and evaluating in parallel; 0 means GOMAXPROCS.
 	Workers int
 	// Progress, if set, is called about ten times a second and at the end.
@@ -38,9 +28,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// MaxErrors is how many malformed lines are logged one by one; 0 means 10.
 	MaxErrors int
-	// OnMitigated, if set, is called on the sequencer for every request an
-	// active mitigation applied to, with the client address and event time.
-	OnMitigated func(client netip.Addr, t time.Time)
+	// Now is the wall clock that event times are bounded by; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Progress is a snapshot of a running replay.
@@ -57,256 +47,134 @@ type Progress struct {
 
 // Stats summarises a replay.
 type Stats struct {
-	Files, Lines, Malformed, Events, Mitigated int64
-	First, Last                                time.Time // event times
-	Elapsed                                    time.Duration
-	Errors                                     []error // the first MaxErrors malformed lines
+	pipeline.Stats
+	Files   int64
+	Elapsed time.Duration
+	// FileErrors are the files that could not be read to their end (a
+	// corrupt gzip stream, a read error); the lines before the damage were
+	// replayed, and so were the other files.
+	FileErrors []error
 }
 
-const batchLines = 2048
-
-type lineRef struct {
-	off, n uint32
-	line   int32
-	file   int32
-}
-
-type eventRef struct {
-	t      int64 // unix nanoseconds; 0 = no event (malformed line)
-	lo, hi uint32
-	client netip.Addr
-}
-
-type batch struct {
-	seq   uint64
-	arena []byte
-	lines []lineRef
-	evs   []eventRef
-	m     engine.Matches
-	errs  []error
-	bad   int64
-}
+// ErrNoEvents is returned when lines were read but none could be parsed:
+// most likely the log format does not match the file.
+var ErrNoEvents = errors.New("replay: no line could be parsed")
 
 // Run replays paths in order and returns when all are done or ctx ends.
+// A file that cannot be opened ends the replay with an error; a file damaged
+// part way loses only its own tail, reported in Stats.FileErrors.
 func Run(ctx context.Context, cfg Config, paths []string) (Stats, error) {
-	if cfg.Engine == nil {
-		return Stats{}, errors.New("replay: no engine")
+	if cfg.Pipeline == nil {
+		return Stats{}, errors.New("replay: no pipeline")
 	}
-	if cfg.Format == nil && !cfg.JSON {
-		f, err := nginxlog.Compile("combined")
-		if err != nil {
-			return Stats{}, fmt.Errorf("replay: %w", err)
-		}
-		cfg.Format = f
-	}
-	if cfg.Enricher == nil {
-		en, err := characteristics.NewEnricher(characteristics.EnrichConfig{})
-		if err != nil {
-			return Stats{}, fmt.Errorf("replay: %w", err)
-		}
-		cfg.Enricher = en
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
-	}
-	if cfg.MaxErrors <= 0 {
-		cfg.MaxErrors = 10
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	holder := pipeline.NewHolder(cfg.Pipeline)
+	defer holder.Close()
 	start := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	free := make(chan *batch, 4*cfg.Workers)
-	for range cap(free) {
-		free <- &batch{arena: make([]byte, 0, batchLines*256)}
+	store, err := mitigation.New(mitigation.Config{MaxEntries: 1 << 30}, nil, nil)
+	if err != nil {
+		return Stats{}, fmt.Errorf("replay: %w", err)
 	}
-	work := make(chan *batch, cfg.Workers)
-	done := make(chan *batch, 4*cfg.Workers)
-
-	var (
-		readErr  error
-		lines    atomic.Int64
-		fileIdx  atomic.Int64
-		readByte atomic.Int64
-	)
-	go func() { // reader
-		defer close(work)
-		var seq uint64
-		for i, p := range paths {
-			fileIdx.Store(int64(i))
-			if err := readFile(ctx, p, int32(i), free, work, &seq, &lines, &readByte); err != nil {
-				readErr = err
-				return
-			}
-		}
-	}()
-
-	var wg sync.WaitGroup
-	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var ev characteristics.Event
-			for b := range work {
-				prepare(&cfg, paths, b, &ev)
-				done <- b
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(done) }()
-
-	var st Stats
-	st.Files = int64(len(paths))
-	pending := map[uint64]*batch{}
-	var next uint64
-	lastProgress := time.Now()
+	defer store.Close()
+	src := &files{paths: paths}
+	var malformed atomic.Int64
 	report := func(final bool) {
 		if cfg.Progress == nil {
 			return
 		}
-		fi := int(fileIdx.Load())
-		pr := Progress{FileIndex: fi, Files: len(paths), Lines: lines.Load(), Malformed: st.Malformed,
-			Elapsed: time.Since(start), Done: final, Read: readByte.Load()}
+		fi := int(src.index.Load())
+		pr := Progress{FileIndex: fi, Files: len(paths), Lines: src.lines.Load(), Malformed: malformed.Load(),
+			Elapsed: time.Since(start), Done: final, Read: src.read.Load()}
 		if fi < len(paths) {
 			pr.File = paths[fi]
 		}
 		cfg.Progress(pr)
 	}
-	for b := range done {
-		pending[b.seq] = b
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
 		for {
-			b, ok := pending[next]
-			if !ok {
-				break
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				report(false)
 			}
-			delete(pending, next)
-			next++
-			apply(&cfg, b, &st)
-			for _, err := range b.errs {
-				if len(st.Errors) < cfg.MaxErrors {
-					st.Errors = append(st.Errors, err)
-					cfg.Logger.Warn("malformed log line skipped", "err", err)
-				}
-			}
-			st.Malformed += b.bad
-			free <- b
 		}
-		if time.Since(lastProgress) > 100*time.Millisecond {
-			lastProgress = time.Now()
-			report(false)
-		}
-	}
-	st.Lines = lines.Load()
-	st.Elapsed = time.Since(start)
+	}()
+	pst, err := pipeline.Run(ctx, pipeline.Config{
+		Pipelines: holder, Store: store, Join: cfg.Join, Workers: cfg.Workers, Replay: true, Now: cfg.Now,
+		Report: cfg.Report, Logger: cfg.Logger, MaxErrors: cfg.MaxErrors,
+		Applied: func(_ any, st *pipeline.Stats) { malformed.Store(st.Malformed) },
+	}, src)
+	close(stop)
+	<-ticked
+	malformed.Store(pst.Malformed)
+	st := Stats{Stats: pst, Files: int64(len(paths)), Elapsed: time.Since(start), FileErrors: src.errs}
 	report(true)
-	if readErr != nil {
-		return st, readErr
+	if err != nil {
+		return st, err
 	}
-	return st, ctx.Err()
+	if st.Lines > 0 && st.Events == 0 {
+		first := ""
+		if len(st.Errors) > 0 {
+			first = "; first: " + st.Errors[0].Error()
+		}
+		return st, fmt.Errorf("%w: all %d lines malformed (does the log format match the files?)%s", ErrNoEvents, st.Lines, first)
+	}
+	return st, nil
 }
 
-func readFile(ctx context.Context, path string, idx int32, free <-chan *batch, work chan<- *batch, seq *uint64, lines, read *atomic.Int64) error {
+// files is the Source of a replay: the files in order, each marked when
+// done so progress follows.
+type files struct {
+	paths              []string
+	index, lines, read atomic.Int64
+	errs               []error // read by Run after the source ends
+}
+
+func (f *files) Read(ctx context.Context, w *pipeline.Writer) error {
+	for i, p := range f.paths {
+		f.index.Store(int64(i))
+		if err := f.readFile(ctx, p, w); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var damaged *damagedError
+			if !errors.As(err, &damaged) {
+				return err
+			}
+			f.errs = append(f.errs, damaged.err)
+		}
+	}
+	return nil
+}
+
+type damagedError struct{ err error }
+
+func (e *damagedError) Error() string { return e.err.Error() }
+
+func (f *files) readFile(ctx context.Context, path string, w *pipeline.Writer) error {
 	r, err := nginxlog.Open(path)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer r.Close()
-	var b *batch
-	flush := func() {
-		if b != nil && len(b.lines) > 0 {
-			b.seq = *seq
-			*seq++
-			work <- b
-			b = nil
-		}
-	}
 	for {
 		line, err := r.Next()
 		if err == io.EOF {
-			break
+			return w.Mark(nil)
 		}
 		if err != nil {
-			flush()
-			return fmt.Errorf("replay: %s: %w", path, err)
+			w.Mark(nil)
+			return &damagedError{fmt.Errorf("replay: %s: after line %d: %w", path, r.Line(), err)}
 		}
-		if b == nil {
-			select {
-			case b = <-free:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			b.arena, b.lines = b.arena[:0], b.lines[:0]
+		if err := w.Line(line, path, int64(r.Line())); err != nil {
+			return err
 		}
-		off := len(b.arena)
-		b.arena = append(b.arena, line...)
-		b.lines = append(b.lines, lineRef{off: uint32(off), n: uint32(len(line)), line: int32(r.Line()), file: idx})
-		lines.Add(1)
-		read.Add(int64(len(line)) + 1)
-		if len(b.lines) == batchLines || len(b.arena) > cap(b.arena)-64*1024 {
-			flush()
-		}
-	}
-	flush()
-	return nil
-}
-
-// prepare parses and evaluates one batch; it runs on a worker.
-func prepare(cfg *Config, paths []string, b *batch, ev *characteristics.Event) {
-	b.m.Reset()
-	b.evs, b.errs, b.bad = b.evs[:0], b.errs[:0], 0
-	for _, l := range b.lines {
-		line := b.arena[l.off : l.off+l.n]
-		ev.Reset()
-		var err error
-		if cfg.JSON {
-			err = nginxlog.ParseJSON(line, ev)
-		} else {
-			err = cfg.Format.Parse(line, ev)
-		}
-		if err != nil || ev.Time.IsZero() {
-			b.bad++
-			if len(b.errs) < cfg.MaxErrors {
-				if err == nil {
-					err = errors.New("no time in line")
-				}
-				b.errs = append(b.errs, &nginxlog.LineError{File: paths[l.file], Line: int(l.line), Err: err})
-			}
-			b.evs = append(b.evs, eventRef{})
-			continue
-		}
-		ev.Source = characteristics.SourceNginxLog
-		cfg.Enricher.Enrich(ev)
-		if cfg.Join != nil {
-			cfg.Join.Enrich(ev)
-		}
-		lo := uint32(len(b.m.Items))
-		cfg.Engine.Prepare(ev, &b.m)
-		b.evs = append(b.evs, eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP})
-	}
-}
-
-// apply runs on the sequencer, in input order.
-func apply(cfg *Config, b *batch, st *Stats) {
-	for _, e := range b.evs {
-		if e.t == 0 {
-			continue
-		}
-		st.Events++
-		t := time.Unix(0, e.t)
-		if st.First.IsZero() || t.Before(st.First) {
-			st.First = t
-		}
-		if t.After(st.Last) {
-			st.Last = t
-		}
-		if e.hi > e.lo && cfg.Engine.Apply(t, b.m.Items[e.lo:e.hi], b.m.Keys) {
-			st.Mitigated++
-			if cfg.OnMitigated != nil {
-				cfg.OnMitigated(e.client, t)
-			}
-		}
+		f.lines.Add(1)
+		f.read.Add(int64(len(line)) + 1)
 	}
 }

@@ -5,19 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/ingest/replay"
-	"github.com/guardd/guardd/rules"
-	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/pipeline"
 )
 
 type fixture struct {
@@ -59,51 +57,41 @@ func generate(t testing.TB, cfg loggen.Config, gz bool) fixture {
 	return fixture{dir: dir, log: name, labels: labels}
 }
 
-func newEngine(t testing.TB) *engine.Engine {
+// newPipeline builds the built-in rules for format, with db as the ASN and
+// country database when given.
+func newPipeline(t testing.TB, format, db string) *pipeline.Pipeline {
 	t.Helper()
-	set, err := rules.Builtin(rules.Options{})
+	cfg := config.Default()
+	cfg.Log.Format = format
+	cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = db, db
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Config{Rules: set})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eng
+	return p
 }
 
-func run(t testing.TB, fx fixture, workers int, paths ...string) ([]engine.Mitigation, replay.Stats) {
+func run(t testing.TB, fx fixture, workers int, paths ...string) ([]pipeline.Mitigation, replay.Stats) {
 	ms, st, _ := runClients(t, fx, workers, paths...)
 	return ms, st
 }
 
-// runClients also returns the clients whose requests a mitigation applied to.
-func runClients(t testing.TB, fx fixture, workers int, paths ...string) ([]engine.Mitigation, replay.Stats, map[string]int) {
+// runClients also returns the clients a mitigation actioned or covered.
+func runClients(t testing.TB, fx fixture, workers int, paths ...string) ([]pipeline.Mitigation, replay.Stats, []pipeline.Client) {
 	t.Helper()
 	db := filepath.Join(fx.dir, "geo.mmdb")
 	if err := fx.labels.GeoDB(db); err != nil {
 		t.Fatal(err)
 	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db, CountryDatabase: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer en.Close()
-	format, err := nginxlog.Compile(loggen.GuarddLogFormat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := newEngine(t)
 	if len(paths) == 0 {
 		paths = []string{fx.log}
 	}
-	hit := map[string]int{}
-	st, err := replay.Run(context.Background(), replay.Config{Engine: eng, Enricher: en, Format: format, Workers: workers,
-		OnMitigated: func(c netip.Addr, _ time.Time) { hit[c.String()]++ }}, paths)
+	rep := pipeline.NewReport(true)
+	st, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, loggen.GuarddLogFormat, db), Report: rep, Workers: workers}, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return eng.Mitigations(), st, hit
+	return rep.Mitigations(), st, rep.Clients()
 }
 
 // TestReplayFindsEveryAttacker is the core acceptance test: a labelled log of
@@ -125,18 +113,21 @@ func TestReplayFindsEveryAttacker(t *testing.T) {
 	found := map[string]bool{} // rule|scope|value
 	for _, m := range ms {
 		for _, f := range m.Scope {
-			found[m.Rule.Name+"|"+f.Name+"|"+f.Value] = true
+			found[m.Rule+"|"+f.Name+"|"+f.Value] = true
 			if benignValue(fx.labels, f) {
-				t.Errorf("benign %s=%s mitigated by %s (count %d)", f.Name, f.Value, m.Rule.Name, m.Count)
+				t.Errorf("benign %s=%s mitigated by %s (count %d)", f.Name, f.Value, m.Rule, m.Count)
 			}
 		}
 	}
 	// The definition that matters: no benign client ever got an action, whatever
 	// the scope of the mitigation that applied to it.
-	for c, n := range hit {
-		if fx.labels.BenignIPs[c] {
-			t.Errorf("benign client %s got %d mitigated requests", c, n)
+	for _, c := range hit {
+		if fx.labels.BenignIPs[c.Addr.String()] {
+			t.Errorf("benign client %s got %d actioned requests (mitigated %v, by %v)", c.Addr, c.Actioned, c.Mitigated, c.Rules)
 		}
+	}
+	if len(hit) == 0 {
+		t.Error("no client actioned at all")
 	}
 	for _, a := range fx.labels.Attacks {
 		missed := 0
@@ -201,10 +192,10 @@ func TestReplayDeterministic(t *testing.T) {
 	}
 }
 
-func summary(ms []engine.Mitigation) string {
+func summary(ms []pipeline.Mitigation) string {
 	var b strings.Builder
 	for _, m := range ms {
-		fmt.Fprintf(&b, "%s %v %d %d %s %s\n", m.Rule.Name, m.Scope, m.Count, m.Trips, m.FirstSeen, m.Expires)
+		fmt.Fprintf(&b, "%s %v %d %d %s %s\n", m.Rule, m.Scope, m.Count, m.Trips, m.FirstSeen, m.Expires)
 	}
 	return b.String()
 }
@@ -226,8 +217,8 @@ func TestReplayMalformed(t *testing.T) {
 		}
 	}
 	os.WriteFile(log, []byte(b.String()), 0o644)
-	eng := newEngine(t)
-	st, err := replay.Run(context.Background(), replay.Config{Engine: eng, MaxErrors: 5}, []string{log})
+	rep := pipeline.NewReport(false)
+	st, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", ""), Report: rep, MaxErrors: 5}, []string{log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +232,68 @@ func TestReplayMalformed(t *testing.T) {
 			t.Errorf("error %d = %v, want it to name %s", i, err, want[i])
 		}
 	}
-	if len(eng.Mitigations()) == 0 {
+	if len(rep.Mitigations()) == 0 {
 		t.Error("the good lines (a scanner) were not counted")
 	}
 }
 
 func TestReplayMissingFile(t *testing.T) {
-	_, err := replay.Run(context.Background(), replay.Config{Engine: newEngine(t)}, []string{"/nonexistent/access.log"})
+	_, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", "")}, []string{"/nonexistent/access.log"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/access.log") {
 		t.Fatalf("err = %v, want it to name the file", err)
+	}
+}
+
+// TestReplayCorruptGzip: a gzip file damaged part way loses only its own
+// tail; the lines before the damage and the other files are replayed, and
+// the damage is reported (defect 8: one corrupt .gz threw away the whole
+// replay's output).
+func TestReplayCorruptGzip(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, `203.0.113.%d - - [01/Nov/2026:10:%02d:%02d +0000] "GET /nothing-%d HTTP/1.1" 404 12 "-" "sqlmap/1.8"`+"\n", i%200, i/60%60, i%60, i)
+	}
+	var zb strings.Builder
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(b.String()))
+	zw.Close()
+	z := []byte(zb.String())
+	for i := len(z) / 2; i < len(z)/2+64; i++ {
+		z[i] ^= 0x5a // damage the middle of the stream
+	}
+	bad := filepath.Join(dir, "access.log.1.gz")
+	os.WriteFile(bad, z, 0o644)
+	good := filepath.Join(dir, "access.log")
+	os.WriteFile(good, []byte(`198.51.100.1 - - [01/Nov/2026:11:00:00 +0000] "GET / HTTP/1.1" 200 12 "-" "curl/8"`+"\n"), 0o644)
+	rep := pipeline.NewReport(false)
+	st, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", ""), Report: rep}, []string{bad, good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.FileErrors) != 1 || !strings.Contains(st.FileErrors[0].Error(), bad) {
+		t.Fatalf("file errors %v, want one naming %s", st.FileErrors, bad)
+	}
+	if st.Lines == 0 || st.Lines >= 3001 || st.Last.Hour() != 11 {
+		t.Fatalf("read %d lines, last event %s: want the lines before the damage and the next file", st.Lines, st.Last)
+	}
+	if len(rep.Mitigations()) == 0 {
+		t.Error("the lines before the damage made no mitigations")
+	}
+}
+
+// TestReplayAllMalformed: a log none of whose lines parse (the wrong
+// format) is an error, not an empty result (defect 8).
+func TestReplayAllMalformed(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	os.WriteFile(log, []byte(`{"remote_addr":"203.0.113.1","time_iso8601":"2026-11-01T10:00:00+00:00"}`+"\n"+"not a line\n"), 0o644)
+	_, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", "")}, []string{log})
+	if !errors.Is(err, replay.ErrNoEvents) || !strings.Contains(err.Error(), "all 2 lines malformed") || !strings.Contains(err.Error(), "access.log:1:") {
+		t.Fatalf("err = %v, want ErrNoEvents naming the count and the first bad line", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", "")}, []string{empty}); err != nil {
+		t.Fatalf("an empty log: %v", err)
 	}
 }

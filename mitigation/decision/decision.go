@@ -58,12 +58,19 @@ type Counter interface {
 	CountRequest(ev *characteristics.Event)
 }
 
+// Enricher completes a request's event: trusted proxies, prefix, ASN and
+// country. *characteristics.Enricher is one; the daemon passes the
+// pipeline's Holder, so a configuration reload reaches it.
+type Enricher interface {
+	Enrich(e *characteristics.Event)
+}
+
 // Config configures a Handler.
 type Config struct {
-	Store    Store                     // required
-	Rules    *rules.Set                // rules whose mitigation expressions apply; may be replaced with SetRules
-	Enricher *characteristics.Enricher // nil: prefixes only
-	Shadow   *shadowban.Responder      // nil: an empty JSON 200
+	Store    Store                // required
+	Rules    *rules.Set           // rules whose mitigation expressions apply; may be replaced with SetRules
+	Enricher Enricher             // nil: prefixes only
+	Shadow   *shadowban.Responder // nil: an empty JSON 200
 	// Counter, if set, counts each decide request before its mitigations
 	// are looked up, so the request that trips a rule is already
 	// mitigated. nil: requests are counted from the log only.
@@ -87,7 +94,7 @@ type Config struct {
 type Handler struct {
 	store    Store
 	state    atomic.Pointer[ruleState]
-	enricher *characteristics.Enricher
+	enricher Enricher
 	shadow   *shadowban.Responder
 	counter  Counter
 	limiter  *throttle.Limiter
@@ -168,7 +175,7 @@ func (h *Handler) SetRules(set *rules.Set) error {
 		if err != nil {
 			return fmt.Errorf("decision: %w", err)
 		}
-		if limits.Len() > 0 {
+		if limits.Active() {
 			st.limits = limits
 		}
 	}
@@ -234,6 +241,10 @@ func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 		return
 	}
 	h.deny(w, d, s)
+	if d.Shed {
+		h.m.observe(outcomeShed, start)
+		return
+	}
 	h.m.observe(outcomeOf(d.Action), start)
 }
 
@@ -304,12 +315,22 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 			}
 		}
 	}
+	if tv.Shed && best.Allow {
+		// The server protecting itself: a 503, unless a mitigation answers.
+		best = Decision{Shed: true, Retry: tv.Retry}
+	}
 	if tv.Refused && (best.Allow || mitigation.ActionThrottle.Stronger(bestM.Action)) {
 		r := tv.Rule
 		best = Decision{Action: mitigation.ActionThrottle, Rule: r.Name, Retry: time.Duration(tv.RetrySeconds()) * time.Second,
 			Limit: r.Requests, Window: r.Period}
+		if r.Concurrency > 0 { // a policy of requests in flight: no window
+			best.Limit, best.Window = float64(r.Concurrency), 0
+		}
 	}
 	best.Throttle = tv
+	if !best.Allow {
+		h.limiter.Denied(ev)
+	}
 	return best, nil
 }
 
@@ -521,8 +542,10 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		// when a rule set one (a manual mitigation has none).
 		hd.Set("Retry-After", retry)
 		hd.Set("RateLimit", fmt.Sprintf(`"%s";r=0;t=%s`, policyName(p.rule), retry))
-		if p.q != "" {
+		if p.q != "" && p.w > 0 {
 			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s;w=%d`, policyName(p.rule), p.q, p.w))
+		} else if p.q != "" {
+			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s`, policyName(p.rule), p.q))
 		}
 		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
 	case "shed":

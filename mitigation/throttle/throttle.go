@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,50 +49,148 @@ type Config struct {
 	MaxKeys int
 	// Shadow puts every throttle rule in shadow mode: counted and decided,
 	// never enforced. A rule's own shadow: true does the same for it.
-	Shadow     bool
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
+	Shadow bool
+	// Shedding sheds the least important traffic classes while the
+	// upstream is overloaded; no classes: off.
+	Shedding ShedConfig
+	// InFlightTimeout: a request counted by a concurrency rule is taken to
+	// be done after this long if its log line has not come; 0 means 1m
+	// (nginx's default proxy_read_timeout).
+	InFlightTimeout time.Duration
+	// MaxInFlight caps the requests tracked in flight; beyond it a request
+	// is admitted without being counted. 0 means 1<<20.
+	MaxInFlight int
+	Registerer  prometheus.Registerer
+	Logger      *slog.Logger
 }
 
 // Limiter builds the request-time limits of a rule set, keeping each rule's
 // counts across reloads while its limit is unchanged.
 type Limiter struct {
-	cfg  Config
-	log  *slog.Logger
-	mu   sync.Mutex
-	last *Rules // the counters of the last Build, reused by the next
-	m    *metrics
+	cfg      Config
+	log      *slog.Logger
+	mu       sync.Mutex
+	last     *Rules // the counters of the last Build, reused by the next
+	m        *metrics
+	inflight *inflight
+	shed     *shedder       // nil: no shedding
+	denied   *counting.Seen // with shedding: IDs of requests guardd refused
 }
 
-// New validates cfg and registers the metrics.
+// New validates cfg and registers the metrics. It starts nothing: Run
+// sweeps the requests in flight and moves the shedding level.
 func New(cfg Config) (*Limiter, error) {
-	if cfg.MaxKeys < 0 {
-		return nil, errors.New("throttle: negative MaxKeys")
+	if cfg.MaxKeys < 0 || cfg.InFlightTimeout < 0 || cfg.MaxInFlight < 0 {
+		return nil, errors.New("throttle: negative MaxKeys, InFlightTimeout or MaxInFlight")
 	}
-	l := &Limiter{cfg: cfg, log: cfg.Logger}
+	if cfg.InFlightTimeout == 0 {
+		cfg.InFlightTimeout = time.Minute
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 1 << 20
+	}
+	sc, err := cfg.Shedding.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{cfg: cfg, log: cfg.Logger, inflight: newInflight(cfg.InFlightTimeout, cfg.MaxInFlight)}
+	if len(sc.Classes) > 0 {
+		l.shed = &shedder{cfg: sc}
+		// guardd's own refusals (429, 503, 403) are no sign of an
+		// overloaded upstream: their log lines are left out of the signals.
+		if l.denied, err = counting.NewSeen(1<<18, cfg.InFlightTimeout); err != nil {
+			return nil, err
+		}
+	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
-	var err error
-	if l.m, err = newMetrics(cfg.Registerer); err != nil {
+	if l.m, err = newMetrics(cfg.Registerer, l); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
+// Observe takes one access log line: the request with its $request_id
+// (log variable request_id) gives back what it held in flight, and its
+// status and request time feed the shedder. Safe for concurrent use.
+func (l *Limiter) Observe(ev *characteristics.Event) {
+	if id, ok := ev.Var("request_id"); ok && id != "" && id != "-" {
+		l.inflight.release(counting.HashString(id), ev.Time.UnixNano())
+	}
+	if l.shed != nil {
+		if id, ok := ev.Var("request_id"); ok && l.denied.Take(counting.HashString(id), ev.Time.UnixNano()) {
+			return // answered by guardd, not the upstream
+		}
+		l.shed.observe(ev.Status, ev.RequestTime)
+	}
+}
+
+// Denied tells the shedder that guardd refused the request ev (a throttle,
+// a mitigation, shedding), so that its log line does not count as the
+// upstream's answer. It does nothing without shedding or a request ID.
+func (l *Limiter) Denied(ev *characteristics.Event) {
+	if l.denied == nil {
+		return
+	}
+	if id, ok := ev.Header(requestIDHeader); ok && id != "" {
+		l.denied.Add(counting.HashString(id), ev.Time.UnixNano())
+	}
+}
+
+// Run sweeps the requests in flight whose log line never came and, with
+// shedding on, moves the shedding level every interval, until ctx ends.
+func (l *Limiter) Run(ctx context.Context) error {
+	every := time.Second
+	if l.shed != nil {
+		every = l.shed.cfg.Interval
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-tick.C:
+			l.Step(now)
+		}
+	}
+}
+
+// Step is one turn of Run at now.
+func (l *Limiter) Step(now time.Time) {
+	l.inflight.sweep(now.UnixNano())
+	if l.shed == nil {
+		return
+	}
+	level, sig, moved := l.shed.step(now.UnixNano(), l.inflight.stats().total)
+	if moved {
+		cls := l.shed.cfg.Classes
+		var names []string
+		for _, c := range cls[len(cls)-level:] {
+			names = append(names, c.Name)
+		}
+		l.log.Warn("throttle: shedding level changed", "level", level, "shed", names,
+			"latency_seconds", sig.latency, "error_rate", sig.errorRate, "in_flight", sig.inFlight)
+	}
+}
+
 // Rules is the limiter's state for one rule set; it does not change once
 // built, and a reload builds another.
 type Rules struct {
-	set   *rules.Set
-	rules []limitRule
-	lim   *Limiter
+	set     *rules.Set
+	rules   []limitRule
+	lim     *Limiter
+	classes [][]int // per shedding class, the indices in set of its rules
+	dflt    int     // the class of a request in no class
 }
 
 type limitRule struct {
 	index   int // in set.Rules()
 	rule    *rules.Rule
 	limit   counting.Limit
-	counter Counter
+	counter Counter // nil for a concurrency rule
+	conc    int32   // concurrency limit; 0: a rate limit
 	shadow  bool
 	jitter  int64
 	name    string // the rule's name, safe inside a structured-field string
@@ -109,8 +208,38 @@ func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
 		l.last = rs
 		return rs, nil
 	}
+	if l.shed != nil {
+		index := map[string]int{}
+		for i, r := range set.Rules() {
+			index[r.Name] = i
+		}
+		for _, c := range l.shed.cfg.Classes {
+			var idx []int
+			for _, name := range c.Rules {
+				i, ok := index[name]
+				if !ok {
+					return nil, fmt.Errorf("throttle: shedding class %s: no rule %q", c.Name, name)
+				}
+				idx = append(idx, i)
+			}
+			rs.classes = append(rs.classes, idx)
+		}
+		rs.dflt = len(rs.classes) - 1
+		for c := len(rs.classes) - 1; c >= 0; c-- {
+			if len(rs.classes[c]) == 0 {
+				rs.dflt = c
+			}
+		}
+	}
 	for i, r := range set.Rules() {
 		if r.Action != mitigation.ActionThrottle {
+			continue
+		}
+		if r.Concurrency > 0 {
+			lr := limitRule{index: i, rule: r, conc: int32(r.Concurrency), shadow: r.Shadow || l.cfg.Shadow,
+				name: PolicyName(r.Name), m: l.m.rule(r.Name)}
+			lr.policy = fmt.Appendf(nil, `"%s";q=%d`, lr.name, r.Concurrency)
+			rs.rules = append(rs.rules, lr)
 			continue
 		}
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
@@ -120,7 +249,7 @@ func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
 		lim := counting.Limit{Algorithm: alg, Period: r.Period, Requests: r.Requests, Burst: r.Burst}
 		lr := limitRule{index: i, rule: r, limit: lim, shadow: r.Shadow || l.cfg.Shadow, jitter: int64(r.RetryJitter),
 			name: PolicyName(r.Name), m: l.m.rule(r.Name)}
-		if old := l.last.find(r.Name); old != nil && old.limit == lim {
+		if old := l.last.find(r.Name); old != nil && old.counter != nil && old.limit == lim {
 			lr.counter = old.counter
 		} else if lr.counter, err = l.newCounter(r, lim); err != nil {
 			return nil, fmt.Errorf("throttle: rule %s: %w", r.Name, err)
@@ -163,10 +292,14 @@ func (rs *Rules) Len() int {
 	return len(rs.rules)
 }
 
+// Active reports whether Decide has anything to do: throttle rules, or
+// shedding.
+func (rs *Rules) Active() bool { return rs != nil && (len(rs.rules) > 0 || rs.classes != nil) }
+
 // Sweep drops the idle keys of the local counters (see counting.Table.Sweep).
 func (rs *Rules) Sweep(now time.Time) {
 	for i := range rs.rules {
-		if s, ok := rs.rules[i].counter.(interface{ Sweep(int64) int }); ok {
+		if s, ok := rs.rules[i].counter.(interface{ Sweep(int64) int }); ok && rs.rules[i].counter != nil {
 			s.Sweep(now.UnixNano())
 		}
 	}
@@ -179,6 +312,8 @@ type Verdict struct {
 	Matched bool
 	// Refused: an enforced throttle rule refused it (429).
 	Refused bool
+	// Shed: the shedder refused it (503); Retry is the shedder's hold.
+	Shed bool
 	// Rule is the rule that decides: of the refusing rules the one with
 	// the longest wait, else of the matching rules the one with the least
 	// remaining.
@@ -208,14 +343,27 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 	if rs == nil {
 		return v, buf
 	}
+	if sh := rs.lim.shed; sh != nil && sh.level.Load() > 0 && sh.shed(rs.classOf(m)) {
+		return Verdict{Shed: true, Retry: sh.cfg.Hold}, buf
+	}
 	t := now.UnixNano()
 	var bestRemaining float64
+	var reqID uint64
 	for i := range rs.rules {
 		lr := &rs.rules[i]
 		if !m.Count(lr.index) {
 			continue
 		}
 		r := lr.rule
+		if lr.conc > 0 && reqID == 0 {
+			id, ok := ev.Header(requestIDHeader)
+			if !ok || id == "" {
+				continue // no ID, no log line to release it: not counted
+			}
+			if reqID = counting.HashString(id); reqID == 0 {
+				reqID = 1
+			}
+		}
 		buf = buf[:0]
 		keyed := true
 		for _, c := range r.Characteristics {
@@ -235,7 +383,17 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 				continue
 			}
 		}
-		res := lr.counter.Admit(counting.Hash(buf), n, t)
+		var res counting.Result
+		if lr.conc > 0 {
+			ok, c := rs.lim.inflight.acquire(reqID, r.Name, counting.Hash(buf), lr.conc, t)
+			res = counting.Result{Count: float64(c), Remaining: float64(max(0, lr.conc-c))}
+			if !ok {
+				// When a request ends is not known: try again in a second.
+				res.Exceeded, res.RetryAfter = true, time.Second
+			}
+		} else {
+			res = lr.counter.Admit(counting.Hash(buf), n, t)
+		}
 		if lr.shadow {
 			if res.Exceeded {
 				lr.m.shadowRefused.Inc()
@@ -266,6 +424,22 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 		}
 	}
 	return v, buf
+}
+
+// requestIDHeader carries nginx's $request_id on the auth subrequest.
+const requestIDHeader = "x-request-id"
+
+// classOf is the shedding class of a request: the first whose rules' count
+// expression holds, else the default class.
+func (rs *Rules) classOf(m *rules.Matches) int {
+	for c, idx := range rs.classes {
+		for _, i := range idx {
+			if m.Count(i) {
+				return c
+			}
+		}
+	}
+	return rs.dflt
 }
 
 // logShadow logs a refusal a shadow rule would have made, at most once a
@@ -355,13 +529,29 @@ type ruleMetrics struct {
 	lastLog                         atomic.Int64
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, l *Limiter) (*metrics, error) {
 	m := &metrics{rules: map[string]*ruleMetrics{},
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "guardd_throttle_requests_total",
 			Help: "Requests counted by a throttle rule, by rule and outcome (allowed, refused, shadow_refused: a shadow rule would have refused)."},
 			[]string{"rule", "outcome"})}
-	if reg != nil {
-		if err := reg.Register(m.vec); err != nil {
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{m.vec,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_throttle_in_flight_requests", Help: "Requests counted by a concurrency rule whose log line has not come yet."},
+			func() float64 { return float64(l.inflight.stats().total) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_throttle_in_flight_timeouts_total", Help: "Requests in flight released by the timeout, their log line never matched."},
+			func() float64 { return float64(l.inflight.stats().timeouts) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_throttle_shed_level", Help: "How many of the least important traffic classes are being shed."},
+			func() float64 {
+				if l.shed == nil {
+					return 0
+				}
+				return float64(l.shed.level.Load())
+			}),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("throttle: register metrics: %w", err)
 		}
 	}

@@ -1,12 +1,19 @@
 # METADATA
 # title: Aggressive crawling
 # description: >-
-#   Page views (not static assets, not API or XHR calls) counted per client
-#   address. A person reads pages; a scraper fetches them one after another.
+#   Page views (not static assets, not API or XHR calls) without a session
+#   cookie, counted per client address and user agent: a person reads pages;
+#   a scraper fetches them one after another. Keyed on address and user agent
+#   so that the many users of one NAT or CGNAT address are counted apart;
+#   page views with a session cookie are counted per session by
+#   aggressive_crawl_session. Verified crawlers are not counted.
 # custom:
-#   characteristics: [ip.src]
-#   period: 5m
-#   requests_per_period: 300
+#   characteristics: [ip.src, http.user_agent]
+#   windows:
+#     - period: 5m
+#       requests_per_period: 300
+#     - period: 1h
+#       requests_per_period: 2400
 #   action: rate_limit
 #   mitigation_timeout: 10m
 #   algorithm: sliding_window
@@ -31,6 +38,12 @@ api := {
 subresource := {"empty", "script", "style", "image", "font", "audio", "video", "track", "worker", "sharedworker", "serviceworker", "manifest", "object", "embed", "report", "xslt"}
 
 count if {
+	not input.bot.verified
+	not input.http.cookies.session
+	page_view
+}
+
+page_view if {
 	input.http.method in {"GET", "HEAD"}
 	not strings.any_suffix_match(lower(input.http.path), static)
 	not strings.any_prefix_match(lower(input.http.path), api)

@@ -26,3 +26,9 @@ test_ignores_api_and_xhr if {
 }
 
 test_ignores_writes if not rule.count with input as object.union(page("/cart"), {"http": {"method": "POST"}})
+
+test_ignores_sessions_and_verified_crawlers if {
+	not rule.count with input as object.union(page("/cart"), {"http": {"cookies": {"session": "s1"}}})
+	not rule.count with input as object.union(page("/cart"), {"bot": {"name": "googlebot", "verified": true}})
+	rule.count with input as object.union(page("/cart"), {"bot": {"name": "googlebot"}})
+}

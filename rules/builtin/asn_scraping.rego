@@ -21,6 +21,7 @@ static := {
 
 count if {
 	input.ip.asnum
+	not input.bot.verified
 	input.http.method in {"GET", "HEAD"}
 	not strings.any_suffix_match(lower(input.http.path), static)
 	not startswith(input.http.path, "/api/")

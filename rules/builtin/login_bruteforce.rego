@@ -12,6 +12,7 @@
 #   characteristics: [ip.src]
 #   period: 5m
 #   requests_per_period: 5
+#   windows: [{period: 1h, requests_per_period: 10}]
 #   action: block
 #   mitigation_timeout: 30m
 #   algorithm: sliding_window

@@ -18,3 +18,5 @@ test_ignores_missing_assets if {
 test_ignores_found_pages if not rule.count with input as req("/products", 200)
 
 test_mitigates_everything if rule.mitigate with input as req("/", 200)
+
+test_ignores_verified_crawlers if not rule.count with input as object.union(req("/gone", 404), {"bot": {"name": "bingbot", "verified": true}})

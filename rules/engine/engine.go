@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
@@ -30,55 +29,40 @@ type Config struct {
 	Rules *rules.Set
 	// MaxKeys caps each rule's counter table; 0 means counting's default.
 	MaxKeys int
-	// OnTrip, if set, is called (under no lock) when a rule trips on a key that
-	// has no active mitigation, and when an expired one trips again.
-	OnTrip func(Trip)
-	// Allowed, if set, is asked once per rule and key when the rule first
-	// trips; an allowed scope is never mitigated (the allowlist).
-	Allowed func(scope []characteristics.Field) bool
 }
 
-// Trip is a rule going over its limit for one key.
+// Trip is a rule over its limit for one key, on one event. The engine keeps
+// no record of it: the caller's mitigation table decides whether it makes a
+// new mitigation, extends one, or is already covered.
 type Trip struct {
 	Rule    *rules.Rule
 	Index   int    // the rule's index in the set
 	Key     uint64 // hash of the characteristic values
-	Scope   []characteristics.Field
 	Time    time.Time
-	Expires time.Time
+	Expires time.Time // Time plus the rule's mitigation timeout
 	Result  counting.Result
-	// Extended is set when the trip only pushes out the expiry of an active
-	// mitigation (reported when it moves by a tenth of the timeout or more).
-	Extended bool
+	// Mitigate is set when the rule's mitigation expression matched the
+	// tripping event, so the mitigation applies to it.
+	Mitigate bool
+	// KeyBytes are the characteristic values, each ended by 0xff; they
+	// alias the Matches the trip came from.
+	KeyBytes []byte
 }
 
-// Engine counts events per rule and key and trips rules.
+// Scope turns the trip's key back into the rule's characteristic values.
+func (t *Trip) Scope() []characteristics.Field { return scope(t.Rule, t.KeyBytes) }
+
+// Engine counts events per rule and key and reports trips. It holds no
+// mitigations: that is the mitigation store's job.
 type Engine struct {
 	set      *rules.Set
 	rules    []*rules.Rule
 	counters []Counter
-	onTrip   func(Trip)
-	allowed  func([]characteristics.Field) bool
 
 	// distinct[i] is rule i's counter when the rule counts distinct values.
 	distinct []DistinctCounter
 
-	mu     sync.Mutex
-	active []map[uint64]*Active // per rule: key -> mitigation state
-}
-
-// Active is the engine's record of a mitigation for one rule and key.
-type Active struct {
-	Scope     []characteristics.Field
-	FirstSeen time.Time // time of the first trip
-	LastSeen  time.Time // time of the last request it applied to
-	Expires   time.Time
-	Count     int64   // requests it applied to, the tripping one included
-	Trips     int64   // times the rule tripped for this key
-	Counted   float64 // the counter's estimate when it first tripped
-	// Allowlisted marks a scope that tripped but is never mitigated.
-	Allowlisted bool
-	reported    time.Time // the expiry last handed to OnTrip
+	onCount func(Counted) // see SetOnCount
 }
 
 // New builds an engine with one counter table per rule.
@@ -87,14 +71,15 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: no rule set")
 	}
 	rs := cfg.Rules.Rules()
-	e := &Engine{set: cfg.Rules, rules: rs, onTrip: cfg.OnTrip, allowed: cfg.Allowed,
-		counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs)), active: make([]map[uint64]*Active, len(rs))}
+	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs))}
 	for i, r := range rs {
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
 		if err != nil {
 			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
 		}
-		e.active[i] = make(map[uint64]*Active)
+		if r.Action == mitigation.ActionThrottle {
+			continue // no counter here: the decision API counts it (Prepare skips it)
+		}
 		if len(r.Windows) > 1 || r.Distinct != nil {
 			ws := make([]counting.Window, len(r.Windows))
 			for j, w := range r.Windows {
@@ -127,6 +112,23 @@ func (e *Engine) Rules() []*rules.Rule { return e.rules }
 
 // SetCounter replaces rule i's counter, for a fleet-wide tier.
 func (e *Engine) SetCounter(i int, c Counter) { e.counters[i] = c }
+
+// Counted is one counting step, as SetOnCount reports it.
+type Counted struct {
+	Rule   int    // index in Rules
+	Key    uint64 // hash of Values
+	Values []byte // the key's characteristic values, each ended by 0xff; valid during the call only
+	Time   time.Time
+	Result counting.Result // Exceeded: the rule tripped (or stays over) on this key
+}
+
+// SetOnCount has f called after every count, on the goroutine that calls
+// Apply (the replay report watches how close keys come to their limits).
+// Set it before the first Apply; nil stops it.
+func (e *Engine) SetOnCount(f func(Counted)) { e.onCount = f }
+
+// ScopeOf turns the Values of a Counted of rule r into its scope.
+func ScopeOf(r *rules.Rule, values []byte) []characteristics.Field { return scope(r, values) }
 
 // Match is one rule's verdict on one event, prepared for Apply.
 type Match struct {
@@ -242,23 +244,14 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	return len(m.Items) - n0
 }
 
-// Apply counts the matches of one event, which happened at t, trips rules and
-// updates their mitigations. keys is the Matches.Keys the matches point into.
-// It reports whether any active mitigation applied to the event.
-func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool) {
+// Apply counts the matches of one event, which happened at t, and appends
+// a Trip to trips for every rule the event takes over its limit (each time,
+// not only the first: the mitigation table extends what it holds). keys is
+// the Matches.Keys the matches point into. It is safe for concurrent use;
+// only calls in event order give reproducible counts.
+func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []Trip {
 	now := t.UnixNano()
-	var trips []Trip
 	for _, it := range items {
-		r := e.rules[it.Rule]
-		if it.Mitigate {
-			e.mu.Lock()
-			if a, ok := e.active[it.Rule][it.Key]; ok && !a.Allowlisted && t.Before(a.Expires) {
-				a.Count++
-				a.LastSeen = t
-				mitigated = true
-			}
-			e.mu.Unlock()
-		}
 		if !it.Count || it.N == 0 {
 			continue
 		}
@@ -268,74 +261,27 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte) (mitigated bool)
 		} else {
 			res = e.counters[it.Rule].Add(it.Key, it.N, now)
 		}
+		if e.onCount != nil {
+			e.onCount(Counted{Rule: int(it.Rule), Key: it.Key, Values: keys[it.KeyOff : it.KeyOff+it.KeyLen], Time: t, Result: res})
+		}
 		if !res.Exceeded {
 			continue
 		}
-		exp := t.Add(r.MitigationTimeout)
-		e.mu.Lock()
-		a, ok := e.active[it.Rule][it.Key]
-		fresh := !ok || !t.Before(a.Expires)
-		if !ok {
-			a = &Active{Scope: scope(r, keys[it.KeyOff:it.KeyOff+it.KeyLen]), FirstSeen: t, Counted: res.Count}
-			a.Allowlisted = e.allowed != nil && e.allowed(a.Scope)
-			e.active[it.Rule][it.Key] = a
-		}
-		if a.Allowlisted {
-			e.mu.Unlock()
-			continue
-		}
-		a.Trips++
-		if fresh {
-			// The tripping request is the first the mitigation applies to,
-			// when the mitigation expression covers it.
-			if it.Mitigate {
-				a.Count++
-				a.LastSeen = t
-				mitigated = true
-			}
-		}
-		if exp.After(a.Expires) {
-			a.Expires = exp
-		}
-		report := e.onTrip != nil && (fresh || a.Expires.Sub(a.reported) >= r.MitigationTimeout/10)
-		var tr Trip
-		if report {
-			a.reported = a.Expires
-			tr = Trip{Rule: r, Index: int(it.Rule), Key: it.Key, Scope: a.Scope, Time: t, Expires: a.Expires, Result: res, Extended: !fresh}
-		}
-		e.mu.Unlock()
-		if report {
-			trips = append(trips, tr)
-		}
+		r := e.rules[it.Rule]
+		trips = append(trips, Trip{Rule: r, Index: int(it.Rule), Key: it.Key, Time: t, Expires: t.Add(r.MitigationTimeout),
+			Result: res, Mitigate: it.Mitigate, KeyBytes: keys[it.KeyOff : it.KeyOff+it.KeyLen]})
 	}
-	for _, tr := range trips {
-		e.onTrip(tr)
-	}
-	return mitigated
+	return trips
 }
 
-// Expire forgets mitigations that ended before t, and counters idle for
-// two periods, so a long-running engine stays bounded. It returns how many
-// mitigations it forgot. Replays do not call it: they report every
-// mitigation at the end.
-func (e *Engine) Expire(t time.Time) int {
-	e.mu.Lock()
-	n := 0
-	for _, m := range e.active {
-		for k, a := range m {
-			if a.Expires.Before(t) {
-				delete(m, k)
-				n++
-			}
-		}
-	}
-	e.mu.Unlock()
+// Expire forgets counters idle for two periods before t, so a long-running
+// engine stays bounded.
+func (e *Engine) Expire(t time.Time) {
 	for _, c := range e.counters {
 		if s, ok := c.(interface{ Sweep(int64) int }); ok {
 			s.Sweep(t.UnixNano())
 		}
 	}
-	return n
 }
 
 // Keys returns how many keys the rules' counters track, and how many they
@@ -367,29 +313,5 @@ func scope(r *rules.Rule, key []byte) []characteristics.Field {
 		}
 		key = key[i:]
 	}
-	return out
-}
-
-// Mitigation is a snapshot of one rule's mitigation for one key.
-type Mitigation struct {
-	Rule *rules.Rule
-	Active
-}
-
-// Mitigations returns every mitigation the engine has created, expired ones
-// included, ordered by first trip.
-func (e *Engine) Mitigations() []Mitigation {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []Mitigation
-	for i, m := range e.active {
-		for _, a := range m {
-			if a.Allowlisted {
-				continue
-			}
-			out = append(out, Mitigation{Rule: e.rules[i], Active: *a})
-		}
-	}
-	sortMitigations(out)
 	return out
 }

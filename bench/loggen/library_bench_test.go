@@ -1,0 +1,140 @@
+package loggen_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/bench/loggen"
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/engine"
+)
+
+// labelledEvents parses and enriches every line of a labelled log (every
+// class of TestClasses, realistic proportions), as the pipeline hands them
+// to the rules.
+func labelledEvents(tb testing.TB, benign int) []characteristics.Event {
+	tb.Helper()
+	var buf bytes.Buffer
+	labels, err := loggen.Generate(&buf, loggen.Config{Seed: 14, Benign: benign})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db := filepath.Join(tb.TempDir(), "geo.mmdb")
+	if err := labels.GeoDB(db); err != nil {
+		tb.Fatal(err)
+	}
+	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { en.Close() })
+	f := nginxlog.MustCompile(loggen.GuarddLogFormat)
+	data := buf.Bytes() // the events' strings point into it
+	events := make([]characteristics.Event, 0, labels.Lines)
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		var ev characteristics.Event
+		if err := f.Parse(line, &ev); err != nil {
+			tb.Fatal(err)
+		}
+		en.Enrich(&ev)
+		events = append(events, ev)
+	}
+	return events
+}
+
+// BenchmarkLibraryPerEvent measures, per line of the labelled log, the whole
+// built-in library's evaluation (every rule's count and mitigate) plus the
+// engine's keying and counting (distinct and windowed counters included),
+// cycling over the log with time moved forward on each pass.
+func BenchmarkLibraryPerEvent(b *testing.B) {
+	events := labelledEvents(b, 1000)
+	set, err := rules.Builtin(rules.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("eval", func(b *testing.B) {
+		var m rules.Matches
+		i := 0
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			set.Eval(&events[i%len(events)], &m)
+			i++
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("eval+count", func(b *testing.B) {
+		eng, err := engine.New(engine.Config{Rules: set})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var m engine.Matches
+		var trips []engine.Trip
+		i := 0
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			ev := &events[i%len(events)]
+			t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
+			m.Reset()
+			eng.Prepare(ev, &m)
+			trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
+			i++
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+}
+
+// cpuTime is the process's CPU time: on a busy machine it is what the
+// loop cost, while wall time also counts the waits for a core.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestLibraryAllocs holds the per-event path of the whole library at zero
+// allocations once its tables have grown.
+func TestLibraryAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	events := labelledEvents(t, 200)
+	set, err := rules.Builtin(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Rules: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m engine.Matches
+	var trips []engine.Trip
+	i := 0
+	op := func() {
+		ev := &events[i%len(events)]
+		m.Reset()
+		eng.Prepare(ev, &m)
+		trips = eng.Apply(ev.Time, m.Items, m.Keys, trips[:0])
+		i++
+	}
+	for range len(events) { // one pass grows every table and buffer
+		op()
+	}
+	if n := testing.AllocsPerRun(len(events), op); n != 0 {
+		t.Errorf("%v allocs per event, want 0", n)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package loggen_test
+
+const raceEnabled = true

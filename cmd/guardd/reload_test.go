@@ -1,0 +1,102 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/guardd/guardd/mitigation"
+)
+
+// decideXFF asks as nginx does for a request that came through a proxy.
+func (td *testDaemon) decideXFF(t *testing.T, peer, xff string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+td.d.decisionLn.Addr().String()+"/v1/decide", nil)
+	req.Header.Set("X-Real-IP", peer)
+	req.Header.Set("X-Forwarded-For", xff)
+	req.Header.Set("X-Original-Method", "GET")
+	req.Header.Set("X-Original-URI", "/")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestReloadReachesDecisions: a reload reaches the decision API's enrichment
+// (a proxy range removed is no longer believed) and the store's allowlist,
+// and a changed listen address is reported as waiting for a restart, not as
+// a successful reload.
+func TestReloadReachesDecisions(t *testing.T) {
+	dir := t.TempDir()
+	writeTestConfig(t, dir, "characteristics: {trusted_proxies: [192.0.2.1]}\n")
+	td := startDaemon(t, dir)
+	defer td.stop(t)
+	now := time.Now()
+	const client = "203.0.113.50"
+	if _, _, err := td.d.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionBlock, Origin: "api",
+		Scope: mitigation.Scope{{Name: "ip.src", Value: client}}, Expires: now.Add(time.Hour)}, now); err != nil {
+		t.Fatal(err)
+	}
+	if c := td.decideXFF(t, "192.0.2.1", client); c != 401 {
+		t.Fatalf("client behind the trusted proxy: %d, want 401", c)
+	}
+
+	// The proxy is no longer trusted: its X-Forwarded-For is not believed.
+	cfg, _ := os.ReadFile(td.config)
+	os.WriteFile(td.config, []byte(strings.Replace(string(cfg), "trusted_proxies: [192.0.2.1]", "trusted_proxies: []", 1)), 0o644)
+	td.d.reload()
+	if testutil.ToFloat64(td.d.m.reloadOK) != 1 {
+		t.Fatal("reload failed")
+	}
+	if c := td.decideXFF(t, "192.0.2.1", client); c != 204 {
+		t.Fatalf("after removing the proxy: %d, want 204 (X-Forwarded-For still believed)", c)
+	}
+
+	// The allowlist reaches the store: the client's mitigation goes, and a
+	// new one is refused.
+	cfg, _ = os.ReadFile(td.config)
+	os.WriteFile(td.config, append(cfg, []byte("mitigation: {state_dir: "+filepath.Join(dir, "state")+", allowlist: {cidrs: [203.0.113.0/24]}}\n")...), 0o644)
+	fixDup(t, td.config)
+	td.d.reload()
+	if testutil.ToFloat64(td.d.m.reloadOK) != 1 {
+		t.Fatal("allowlist reload not applied")
+	}
+	if c, _ := td.decide(t, client, "/"); c != 204 {
+		t.Fatalf("allowlisted client still blocked: %d", c)
+	}
+	if _, ok, _ := td.d.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionBlock, Origin: "api",
+		Scope: mitigation.Scope{{Name: "ip.src", Value: client}}, Expires: now.Add(time.Hour)}, now); ok {
+		t.Fatal("store accepted an allowlisted scope after the reload")
+	}
+
+	// A new decision address cannot be taken without a restart: said so.
+	cfg, _ = os.ReadFile(td.config)
+	os.WriteFile(td.config, []byte(strings.Replace(string(cfg), "decision: {listen: 127.0.0.1:0}", "decision: {listen: 127.0.0.1:1}", 1)), 0o644)
+	td.d.reload()
+	if testutil.ToFloat64(td.d.m.reloadOK) != 0 || testutil.ToFloat64(td.d.m.restart) != 1 {
+		t.Fatalf("changed listen address: reload_successful %v, restart_pending %v; want 0 and 1",
+			testutil.ToFloat64(td.d.m.reloadOK), testutil.ToFloat64(td.d.m.restart))
+	}
+}
+
+// fixDup drops the first of two top-level mitigation: keys, as a test
+// appends a new one to the base config.
+func fixDup(t *testing.T, path string) {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "mitigation:") {
+			lines = append(lines[:i], lines[i+1:]...)
+			break
+		}
+	}
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
+}

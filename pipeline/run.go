@@ -1,0 +1,480 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/rules/engine"
+)
+
+// Store is what the pipeline needs of the mitigation table.
+type Store interface {
+	LookupRule(key uint64, rule string, now time.Time) (mitigation.Mitigation, bool)
+	Add(m mitigation.Mitigation, now time.Time) (mitigation.Mitigation, bool, error)
+}
+
+// Joiner attaches fingerprints sniffed from the same connection to an event.
+type Joiner interface {
+	Enrich(e *characteristics.Event) bool
+}
+
+// DefaultFutureTolerance is how far ahead of the wall clock an event's time
+// may be before it is clamped: clocks of a few seconds apart are normal,
+// a line dated tomorrow is not.
+const DefaultFutureTolerance = time.Minute
+
+// Config configures Run.
+type Config struct {
+	Pipelines *Holder // required; the current pipeline is taken per batch
+	Store     Store   // required: where trips go
+	Join      Joiner  // optional
+	// Workers parse and evaluate in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// Replay runs the store on event time (the mitigations a log would have
+	// made, whenever it was written) instead of the wall clock.
+	Replay bool
+	// Now is the wall clock, read once per batch; nil means time.Now.
+	Now func() time.Time
+	// FutureTolerance: events dated further ahead of Now are clamped to Now
+	// and counted; 0 means DefaultFutureTolerance.
+	FutureTolerance time.Duration
+	// Counted, when set, holds the IDs of requests counted at decision time
+	// (decision.count): their log lines do not count those rules again.
+	Counted *counting.Seen
+	// Report, when set, records every mitigation made and what the
+	// mitigations in force did to each request (replay).
+	Report *Report
+	// Metrics, when set, are updated per batch.
+	Metrics *Metrics
+	Logger  *slog.Logger
+	// MaxErrors is how many malformed lines are logged one by one (then one
+	// every 10 seconds) and kept in Stats; 0 means 10.
+	MaxErrors int
+	// Applied, when set, is called on the sequencer after each batch a
+	// Source marked, with the mark, once its lines are counted.
+	Applied func(mark any, st *Stats)
+	// Sweep is how often (wall clock) idle counters are swept in a live
+	// run; 0 means 10s. A replay never sweeps.
+	Sweep time.Duration
+	// Observe, when set, is handed every event parsed, on the workers and
+	// so concurrently, before it is counted: the request-time limiter's
+	// view of the log (in-flight release, shedding signals).
+	Observe func(*characteristics.Event)
+}
+
+// Stats summarises a run so far.
+type Stats struct {
+	Lines, Malformed, Events, Mitigated int64
+	Future                              int64     // events dated ahead of the clock, clamped
+	First, Last                         time.Time // event times
+	Errors                              []error   // the first MaxErrors malformed lines
+}
+
+const batchLines = 2048
+
+type lineRef struct {
+	off, n uint32
+	line   int64
+	file   string
+}
+
+type eventRef struct {
+	t      int64 // unix nanoseconds; 0 = no event (malformed line)
+	lo, hi uint32
+	client netip.Addr
+	reqID  uint64 // hash of $request_id when Counted is set; 0 none
+}
+
+type batch struct {
+	seq    uint64
+	now    time.Time // wall clock when the batch was read
+	arena  []byte
+	lines  []lineRef
+	evs    []eventRef
+	m      engine.Matches
+	errs   []error
+	bad    int64
+	future int64
+	p      *Pipeline // acquired by the worker, released by the sequencer
+	mark   any
+	marked bool
+}
+
+// Source feeds Run with lines.
+type Source interface {
+	// Read calls w.Line for every line, in order, until the input ends (it
+	// returns nil) or ctx ends; Mark flushes what was written so far.
+	Read(ctx context.Context, w *Writer) error
+}
+
+// Writer takes lines from a Source into batches.
+type Writer struct {
+	ctx   context.Context
+	free  <-chan *batch
+	work  chan<- *batch
+	b     *batch
+	seq   uint64
+	now   func() time.Time
+	lines int64
+}
+
+// Line copies data (file and line number name it in errors) into the
+// current batch.
+func (w *Writer) Line(data []byte, file string, line int64) error {
+	if w.b == nil {
+		if err := w.take(); err != nil {
+			return err
+		}
+	}
+	b := w.b
+	off := len(b.arena)
+	b.arena = append(b.arena, data...)
+	b.lines = append(b.lines, lineRef{off: uint32(off), n: uint32(len(data)), line: line, file: file})
+	w.lines++
+	if len(b.lines) == batchLines || len(b.arena) > cap(b.arena)-64*1024 {
+		w.flush()
+	}
+	return nil
+}
+
+// Mark flushes the lines written so far; Config.Applied gets m once they are
+// counted. A Mark with no lines written is passed on all the same.
+func (w *Writer) Mark(m any) error {
+	if w.b == nil {
+		if err := w.take(); err != nil {
+			return err
+		}
+	}
+	w.b.mark, w.b.marked = m, true
+	w.flush()
+	return nil
+}
+
+// Lines returns how many lines were written.
+func (w *Writer) Lines() int64 { return w.lines }
+
+func (w *Writer) take() error {
+	select {
+	case w.b = <-w.free:
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+	b := w.b
+	b.arena, b.lines, b.mark, b.marked = b.arena[:0], b.lines[:0], nil, false
+	b.now = w.now()
+	return nil
+}
+
+func (w *Writer) flush() {
+	if w.b == nil {
+		return
+	}
+	if len(w.b.lines) == 0 && !w.b.marked {
+		return
+	}
+	w.b.seq = w.seq
+	w.seq++
+	w.work <- w.b
+	w.b = nil
+}
+
+// Run reads src to its end (or until ctx ends) through the per-event path.
+func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
+	if cfg.Pipelines == nil || cfg.Store == nil {
+		return Stats{}, errors.New("pipeline: run needs pipelines and a store")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxErrors <= 0 {
+		cfg.MaxErrors = 10
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.FutureTolerance <= 0 {
+		cfg.FutureTolerance = DefaultFutureTolerance
+	}
+	if cfg.Sweep <= 0 {
+		cfg.Sweep = 10 * time.Second
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	free := make(chan *batch, 4*cfg.Workers)
+	for range cap(free) {
+		free <- &batch{arena: make([]byte, 0, batchLines*256)}
+	}
+	work := make(chan *batch, cfg.Workers)
+	done := make(chan *batch, 4*cfg.Workers)
+
+	w := &Writer{ctx: ctx, free: free, work: work, now: cfg.Now}
+	var readErr error
+	go func() {
+		defer close(work)
+		readErr = src.Read(ctx, w)
+		if readErr == nil {
+			w.flush()
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for range cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ev characteristics.Event
+			for b := range work {
+				prepare(&cfg, b, &ev)
+				done <- b
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now()}
+	for b := range done {
+		s.pending[b.seq] = b
+		for {
+			b, ok := s.pending[s.next]
+			if !ok {
+				break
+			}
+			delete(s.pending, s.next)
+			s.next++
+			s.apply(b)
+			free <- b
+		}
+	}
+	s.st.Lines = w.lines
+	if readErr != nil && !errors.Is(readErr, context.Canceled) {
+		return s.st, readErr
+	}
+	return s.st, ctx.Err()
+}
+
+// minTime and maxTime bound the event times UnixNano can hold.
+var (
+	minTime = time.Unix(0, 0)
+	errTime = errors.New("no time in line")
+	errOld  = errors.New("time before 1970")
+)
+
+// prepare parses, enriches, joins and evaluates one batch; it runs on a
+// worker and reads no shared state but the pipeline's.
+func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
+	p := cfg.Pipelines.Acquire()
+	b.p = p
+	b.m.Reset()
+	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
+	limit := b.now.Add(cfg.FutureTolerance)
+	for _, l := range b.lines {
+		line := b.arena[l.off : l.off+l.n]
+		ev.Reset()
+		var err error
+		if p.json {
+			err = nginxlog.ParseJSON(line, ev)
+		} else {
+			err = p.format.Parse(line, ev)
+		}
+		if err == nil {
+			switch {
+			case ev.Time.IsZero():
+				err = errTime
+			case ev.Time.Before(minTime):
+				err = errOld
+			case ev.Time.After(limit):
+				// A clock far ahead, or a forged date: counted at the
+				// wall clock, so it can neither make a ban that lasts
+				// until its date nor sweep the counters into the future.
+				ev.Time = b.now
+				b.future++
+			}
+		}
+		if err != nil {
+			b.bad++
+			if len(b.errs) < cfg.MaxErrors {
+				b.errs = append(b.errs, &nginxlog.LineError{File: l.file, Line: int(l.line), Err: err})
+			}
+			b.evs = append(b.evs, eventRef{})
+			continue
+		}
+		ev.Source = characteristics.SourceNginxLog
+		p.enricher.Enrich(ev)
+		if cfg.Join != nil {
+			cfg.Join.Enrich(ev)
+		}
+		if cfg.Observe != nil {
+			cfg.Observe(ev)
+		}
+		lo := uint32(len(b.m.Items))
+		p.engine.Prepare(ev, &b.m)
+		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP}
+		if cfg.Counted != nil {
+			if id, ok := ev.Var("request_id"); ok && id != "" && id != "-" {
+				r.reqID = counting.HashString(id) | 1 // never 0
+			}
+		}
+		b.evs = append(b.evs, r)
+	}
+}
+
+// sequencer applies prepared batches in input order.
+type sequencer struct {
+	cfg       *Config
+	pending   map[uint64]*batch
+	next      uint64
+	st        Stats
+	trips     []engine.Trip
+	perRule   []float64
+	logged    int
+	lastWarn  time.Time // last malformed line logged
+	lastAdd   time.Time // last failed Add logged
+	lastSweep time.Time
+	newest    int64
+}
+
+func (s *sequencer) apply(b *batch) {
+	cfg, p := s.cfg, b.p
+	defer func() { b.p = nil; p.Release() }()
+	rs := p.engine.Rules()
+	s.perRule = append(s.perRule[:0], make([]float64, len(rs))...)
+	for _, e := range b.evs {
+		if e.t == 0 {
+			continue
+		}
+		s.st.Events++
+		t := time.Unix(0, e.t)
+		if s.st.First.IsZero() || t.Before(s.st.First) {
+			s.st.First = t
+		}
+		if t.After(s.st.Last) {
+			s.st.Last = t
+		}
+		s.newest = max(s.newest, e.t)
+		items := b.m.Items[e.lo:e.hi]
+		if e.reqID != 0 && cfg.Counted.Take(e.reqID, b.now.UnixNano()) {
+			for i := range items {
+				if rs[items[i].Rule].RequestTime {
+					items[i].Count = false
+				}
+			}
+		}
+		for _, it := range items {
+			if it.Count {
+				s.perRule[it.Rule]++
+			}
+		}
+		s.trips = p.engine.Apply(t, items, b.m.Keys, s.trips[:0])
+		storeNow := b.now
+		if cfg.Replay {
+			storeNow = t
+		}
+		for i := range s.trips {
+			s.trip(p, &s.trips[i], storeNow)
+		}
+		if cfg.Report != nil && cfg.Report.judge(p, e.client, t, items, b.m.Keys) {
+			s.st.Mitigated++
+		}
+	}
+	s.st.Malformed += b.bad
+	s.st.Future += b.future
+	for _, err := range b.errs {
+		if len(s.st.Errors) < cfg.MaxErrors {
+			s.st.Errors = append(s.st.Errors, err)
+		}
+		if s.logged < cfg.MaxErrors || b.now.Sub(s.lastWarn) > 10*time.Second {
+			s.logged++
+			s.lastWarn = b.now
+			cfg.Logger.Warn("malformed log line skipped", "err", err)
+		}
+	}
+	cfg.Metrics.batch(b, rs, s.perRule)
+	if !cfg.Replay && b.now.Sub(s.lastSweep) > cfg.Sweep && s.newest > 0 {
+		s.lastSweep = b.now
+		p.engine.Expire(time.Unix(0, s.newest))
+	}
+	if b.marked && cfg.Applied != nil {
+		cfg.Applied(b.mark, &s.st)
+	}
+}
+
+// trip hands a rule going over its limit to the store, unless the rule
+// already holds a mitigation on the scope that this trip would not extend by
+// a tenth of its timeout.
+func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
+	cfg := s.cfg
+	if !tr.Expires.After(now) {
+		return // an old line from a backlog: the mitigation would already be over
+	}
+	action := p.actions[tr.Index]
+	slack := tr.Rule.MitigationTimeout / 10
+	if cfg.Report != nil {
+		// A replay's report holds what its store holds, and nothing else
+		// deletes from that store.
+		if e := cfg.Report.entry(tr); e != nil && e.Action == action && e.Expires.Add(slack).After(tr.Expires) && e.Expires.After(now) {
+			cfg.Report.trip(tr, e.Action, e.Expires)
+			return
+		}
+	} else if held, ok := cfg.Store.LookupRule(scopeKey(tr), tr.Rule.Name, now); ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires) {
+		return
+	}
+	fields := tr.Scope()
+	sc := make(mitigation.Scope, len(fields))
+	for i, f := range fields {
+		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
+	}
+	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: "rule"}, now)
+	if err != nil {
+		if now.Sub(s.lastAdd) > 10*time.Second || now.Before(s.lastAdd) {
+			s.lastAdd = now
+			cfg.Logger.Warn("mitigation not added", "rule", tr.Rule.Name, "err", err)
+		}
+		return
+	}
+	if !ok {
+		return // allowlisted
+	}
+	cfg.Metrics.trip(tr.Rule.Name, action)
+	if cfg.Report != nil {
+		cfg.Report.trip(tr, m.Action, m.Expires)
+	} else if !m.Created.Before(now) {
+		cfg.Logger.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
+	}
+}
+
+// scopeKey is the store's key of a trip's scope, hashed from the key bytes
+// without building the scope. The enricher's values are already canonical;
+// should one not be, the lookup misses and Add, which canonicalises, merges.
+func scopeKey(tr *engine.Trip) uint64 {
+	var h mitigation.Hasher
+	h.Reset()
+	key := tr.KeyBytes
+	for _, c := range tr.Rule.Characteristics {
+		i := 0
+		for i < len(key) && key[i] != 0xff {
+			i++
+		}
+		h.Write(c.String(), key[:i])
+		if i < len(key) {
+			i++
+		}
+		key = key[i:]
+	}
+	return h.Sum64()
+}

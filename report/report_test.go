@@ -1,0 +1,164 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.html")
+
+const loginRule = `# METADATA
+# title: Login brute force
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: 10
+#   action: block
+#   mitigation_timeout: 10m
+package guardd.rules.login
+
+count if input.http.path == "/login"
+`
+
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+// replayFixture runs an engine over a synthetic hour: a brute forcer from
+// 10:20 that trips, a busy but benign client that peaks at 8 of 10, and a
+// quiet one.
+func replayFixture(t testing.TB, attack bool) *Replay {
+	set, err := rules.Load(fstest.MapFS{"login.rego": {Data: []byte(loginRule)}}, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Rules: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder(e.Rules())
+	e.SetOnCount(rec.Count)
+	var m engine.Matches
+	byKey := map[uint64]*pipeline.Mitigation{}
+	var ms []*pipeline.Mitigation
+	send := func(at time.Duration, ip string) {
+		ev := characteristics.Event{Time: t0.Add(at), IP: mustAddr(ip), Method: "POST", Path: "/login", Status: 401}
+		m.Reset()
+		e.Prepare(&ev, &m)
+		for _, tr := range e.Apply(ev.Time, m.Items, m.Keys, nil) {
+			pm := byKey[tr.Key]
+			if pm == nil {
+				pm = &pipeline.Mitigation{Rule: tr.Rule.Name, Action: tr.Rule.Action, Scope: tr.Scope(), FirstSeen: tr.Time}
+				byKey[tr.Key] = pm
+				ms = append(ms, pm)
+			}
+			pm.Count++
+			pm.Trips++
+			pm.LastSeen, pm.Expires = tr.Time, tr.Expires
+		}
+	}
+	for s := 0; s < 3600; s += 30 {
+		send(time.Duration(s)*time.Second, "198.51.100.20") // 2 a minute: 20% of the limit
+	}
+	for s := 0; s < 8; s++ {
+		send(30*time.Minute+time.Duration(s)*time.Second, "198.51.100.8") // 8 in a minute: 80%
+	}
+	if attack {
+		for s := 0; s < 600; s += 2 {
+			send(20*time.Minute+time.Duration(s)*time.Second, "203.0.113.7")
+		}
+	}
+	info := Info{Files: []string{"access.log"}, Lines: 1000, First: t0, Last: t0.Add(time.Hour), Elapsed: time.Second, Generated: t0.Add(2 * time.Hour)}
+	var flat []pipeline.Mitigation
+	for _, pm := range ms {
+		flat = append(flat, *pm)
+	}
+	return rec.Report(info, flat, 10)
+}
+
+func TestReport(t *testing.T) {
+	r := replayFixture(t, true)
+	if len(r.Rules) != 1 || r.Bins != 60 || r.Bin != time.Minute {
+		t.Fatalf("report: %d rules, %d bins of %v", len(r.Rules), r.Bins, r.Bin)
+	}
+	rl := r.Rules[0]
+	if rl.TotalCounted != 120+8+300 || rl.TotalTrips == 0 || rl.Mitigations != 1 {
+		t.Errorf("rule: counted %d, trips %d, mitigations %d", rl.TotalCounted, rl.TotalTrips, rl.Mitigations)
+	}
+	if len(rl.Closest) != 1 || rl.Closest[0].Key != "198.51.100.8" || rl.Closest[0].Ratio < 0.7 || rl.Closest[0].Ratio > 0.9 {
+		// 198.51.100.20 peaks near 20%, under the half of the limit kept.
+		t.Errorf("closest: %+v", rl.Closest)
+	}
+	if len(r.Top) != 1 || r.Top[0].Key != "203.0.113.7" || r.Top[0].Requests == 0 {
+		t.Errorf("top: %+v", r.Top)
+	}
+	var b bytes.Buffer
+	if err := WriteReplayHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	checkSelfContained(t, b.String())
+	golden(t, "replay", b.Bytes())
+}
+
+func TestStatusPage(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteStatusHTML(&b, statusFixture()); err != nil {
+		t.Fatal(err)
+	}
+	checkSelfContained(t, b.String())
+	for _, want := range []string{`<div class="big" id="active">3</div>`, `<meta http-equiv="refresh" content="5">`, "login_bruteforce", "rate_limit", "1250/s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status page lacks %q", want)
+		}
+	}
+	golden(t, "status", b.Bytes())
+}
+
+func statusFixture() *Status {
+	return &Status{Generated: t0, Uptime: time.Hour, Rules: 8, Active: 3, Decisions: 1250, Interval: 5 * time.Second, P50: 0.0002, P99: 0.0009,
+		TailLag: 0.4, LastEvent: t0, Refresh: 5,
+		ByAction: []Count{{Action: "block", N: 2}, {Action: "rate_limit", N: 1}},
+		ByRule:   []Count{{"login_bruteforce", "block", 2}, {"aggressive_crawl", "rate_limit", 1}}}
+}
+
+// checkSelfContained: nothing in the page may be fetched.
+func checkSelfContained(t *testing.T, page string) {
+	t.Helper()
+	if !strings.Contains(page, `content="default-src 'none'`) {
+		t.Error("no Content-Security-Policy forbidding fetches")
+	}
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=|url\(|<script|<link|@import`).FindString(page); m != "" {
+		t.Errorf("the page refers to something to fetch: %q", m)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden.html")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (run with -update after checking the change)", name, path)
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
