@@ -190,7 +190,7 @@ type Op struct {
 	Release float64 // unused lease handed back
 	RelWin  int64   // window (or grant time, sliding_log) of the release
 	Held    float64 // lease the node keeps
-	Want    bool    // grant a lease
+	Want    float64 // the lease asked for (0: none)
 	Nodes   int
 	Period  int64 // µs
 	Limit   float64
@@ -227,7 +227,7 @@ func (c *Conn) Apply(ctx context.Context, ops []Op, states []State, errs []error
 					strconv.FormatFloat(o.Release, 'g', -1, 64),
 					strconv.FormatInt(o.RelWin, 10),
 					strconv.FormatFloat(o.Held, 'g', -1, 64),
-					want(o.Want),
+					strconv.FormatFloat(o.Want, 'g', -1, 64),
 					strconv.Itoa(o.Nodes),
 					strconv.FormatInt(o.Period, 10),
 					strconv.FormatFloat(o.Limit, 'g', -1, 64),
@@ -266,13 +266,6 @@ func parseState(r rueidis.RedisResult) (State, error) {
 		}
 	}
 	return State{Win: int64(f[0]), Cur: f[1], Prev: f[2], At: int64(f[3]), Usage: f[4], Reset: int64(f[5]), Now: int64(f[6]), Grant: f[7]}, nil
-}
-
-func want(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // Heartbeat registers node as live and returns how many nodes were seen

@@ -321,6 +321,9 @@ func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 		f.failed(err, t1)
 		for i := range ops {
 			ok := errs[i] == nil
+			if !ok && (errs[i] == nil || isDeadline(errs[i])) {
+				b.refs[start+i].unknown = true
+			}
 			b.refs[start+i].c.settle(b.refs[start+i], states[i], ok)
 		}
 		return false
@@ -355,6 +358,8 @@ type ref struct {
 	at     int64
 	rel    float64
 	relWin int64
+	// unknown: the op missed its deadline, Redis may have applied it
+	unknown bool
 }
 
 const counterShards = 64
@@ -396,9 +401,11 @@ type keyState struct {
 	fly      float64 // extra sent, not acknowledged
 	rel      float64 // lease to hand back (its window rolled, or the key idled)
 	relWin   int64
-	asked    bool  // a grant is in flight
-	used     int64 // Redis time (µs) of the last Add
-	read     int64 // used, as of the last flush
+	asked    bool    // a grant is in flight
+	grant    float64 // the last grant (0: none yet, or the budget was spent)
+	demand   float64 // event weight asked for since the last flush
+	used     int64   // Redis time (µs) of the last Add
+	read     int64   // used, as of the last flush
 }
 
 // Rule returns the rule the counter was made for.
@@ -442,6 +449,7 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 	}
 	ks.used = rnow
+	ks.demand += n
 	c.ageLocked(ks, rnow)
 	var st State
 	if ks.have {
@@ -470,6 +478,13 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 		var consume bool
 		r, consume = c.p.judge(st, rnow, extra, n)
+		if healthy && r.Exceeded {
+			// Refused against a fleet view in which other nodes' leases
+			// count as used: counting the refusal would spend budget
+			// those leases may hand back. In fleet mode the count is the
+			// budget admitted.
+			consume = false
+		}
 		if healthy && !r.Exceeded && ks.extra+ks.fly > 0 && ks.extra+ks.fly+n > max(1, f.cfg.ColdShare*c.p.capacity()/nodes) {
 			// No lease left, and this node's events beyond leases have
 			// used its allowance (ColdShare of the capacity, split among
@@ -573,15 +588,39 @@ func (c *Counter) collect(b *batch, nowNS int64) {
 				}
 				ks.lease = 0
 			}
+			// A key still well inside its lease needs no command: it asks
+			// again when the lease is half spent (or at once, through a
+			// kick, when it is gone).
+			if active && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 {
+				continue
+			}
 			if !active && ks.extra == 0 && ks.rel == 0 {
 				if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
 					delete(sh.m, k)
 				}
 				continue
 			}
+			// Ask for twice this flush interval's demand: enough to last
+			// until the next flush at the same rate. Once less than half
+			// the capacity is left, Redis grants no more than that, and a
+			// lease above twice the ask goes back: a node that sees little
+			// of a key's traffic does not sit on budget the others need.
+			want := 0.0
+			if active {
+				want = max(1, 2*ks.demand)
+				if ks.have && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+					back := ks.lease - want
+					ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
+					if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+						ks.relWin = 0
+					}
+					ks.lease = want
+				}
+			}
+			ks.demand = 0
 			b.ops = append(b.ops, Op{
 				Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
-				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: active, Nodes: nodes,
+				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
 				Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
 			})
 			b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
@@ -632,6 +671,7 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 			}
 			ks.lease += s.Grant
 		}
+		ks.grant = s.Grant
 		return
 	}
 	if r.delta > 0 {
@@ -640,9 +680,11 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 		}
 		ks.extra += r.delta
 	}
-	if r.rel > 0 {
-		// The hand-back did not happen: the node still owns the lease,
-		// if its window is still open.
+	if r.rel > 0 && !r.unknown {
+		// The hand-back did not happen (the connection failed): the node
+		// still owns the lease, if its window is still open. After a
+		// missed deadline it may have happened: the lease is dropped,
+		// which can only under-admit.
 		ks.lease += r.rel
 		ks.leaseWin = r.relWin
 		c.ageLocked(ks, ks.used)
