@@ -203,11 +203,23 @@ type limitRule struct {
 func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rs := &Rules{set: set, lim: l}
+	rs := &Rules{lim: l}
 	if set == nil {
 		l.last = rs
 		return rs, nil
 	}
+	// Only the throttle rules and the shedding classes' rules are
+	// evaluated on every request: a set of their own.
+	classRule := map[string]bool{}
+	if l.shed != nil {
+		for _, c := range l.shed.cfg.Classes {
+			for _, name := range c.Rules {
+				classRule[name] = true
+			}
+		}
+	}
+	set = set.Select(func(r *rules.Rule) bool { return r.Action == mitigation.ActionThrottle || classRule[r.Name] })
+	rs.set = set
 	if l.shed != nil {
 		index := map[string]int{}
 		for i, r := range set.Rules() {
@@ -280,8 +292,8 @@ func (rs *Rules) find(name string) *limitRule {
 	return nil
 }
 
-// Set is the rule set rs was built from: the Matches handed to Decide must
-// come from its Eval.
+// Set is the rules Decide needs, selected from the set rs was built from:
+// the Matches handed to Decide must come from its Eval.
 func (rs *Rules) Set() *rules.Set { return rs.set }
 
 // Len is the number of throttle rules.
