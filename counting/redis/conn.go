@@ -55,7 +55,9 @@ type Options struct {
 	// (sentinel) or of some cluster nodes (cluster).
 	Addresses []string
 	Mode      Mode
-	// MasterName is the sentinel master set; required in sentinel mode.
+	// MasterName is the sentinel master set; required in sentinel mode,
+	// ignored in the others (DESIGN.md's example sets it beside
+	// standalone).
 	MasterName string
 	// Username and Password authenticate, when set.
 	Username, Password string
@@ -100,9 +102,6 @@ func NewConn(opt Options) (*Conn, error) {
 	}
 	if opt.Mode == Sentinel && opt.MasterName == "" {
 		return nil, fmt.Errorf("counting/redis: sentinel mode needs master_name")
-	}
-	if opt.Mode != Sentinel && opt.MasterName != "" {
-		return nil, fmt.Errorf("counting/redis: master_name %q is for sentinel mode only", opt.MasterName)
 	}
 	if opt.DialTimeout == 0 {
 		opt.DialTimeout = time.Second
