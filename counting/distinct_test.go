@@ -205,3 +205,25 @@ func BenchmarkDistinctAdd(b *testing.B) {
 		d.Add(i%50000, i%101, int64(i)*int64(time.Microsecond))
 	}
 }
+
+// TestDistinctConcurrent adds from several goroutines (run with -race): the
+// count of a shared key is the union of what they added.
+func TestDistinctConcurrent(t *testing.T) {
+	d := newDistinct(t, time.Minute, 1e6, 0)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for v := range 1000 {
+				d.Add(1, uint64(v%4+g*4), 0) // 4 values of its own per goroutine
+				d.Add(uint64(2+g*1000+v), 1, 0)
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if r := d.Peek(1, 0); r.Count != 16 { // exact up to 16
+		t.Fatalf("shared key: %v distinct values, want 16", r.Count)
+	}
+}
