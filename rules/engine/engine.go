@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
@@ -158,6 +159,14 @@ func (m *Matches) Reset() { m.Items, m.Keys = m.Items[:0], m.Keys[:0] }
 func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	e.set.Eval(ev, &m.eval)
 	n0 := len(m.Items)
+	// Rules keyed alike (most on ip.src) share one formatted key and hash
+	// per event.
+	var prev [4]struct {
+		chars    []characteristics.Characteristic
+		off, len uint32
+		hash     uint64
+	}
+	nprev := 0
 	for i, r := range e.rules {
 		if r.Action == mitigation.ActionThrottle {
 			continue // counted and decided per request by the decision API
@@ -168,7 +177,17 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		}
 		off := len(m.Keys)
 		ok := true
+		shared := -1
+		for j := range nprev {
+			if slices.Equal(prev[j].chars, r.Characteristics) {
+				shared = j
+				break
+			}
+		}
 		for _, c := range r.Characteristics {
+			if shared >= 0 {
+				break
+			}
 			if !c.Present(ev) {
 				ok = false
 				break
@@ -205,10 +224,21 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 				n = 0
 			}
 		}
-		key := m.Keys[off:]
+		var keyOff, keyLen uint32
+		var hash uint64
+		if shared >= 0 {
+			keyOff, keyLen, hash = prev[shared].off, prev[shared].len, prev[shared].hash
+		} else {
+			key := m.Keys[off:]
+			keyOff, keyLen, hash = uint32(off), uint32(len(key)), counting.Hash(key)
+			if nprev < len(prev) {
+				prev[nprev].chars, prev[nprev].off, prev[nprev].len, prev[nprev].hash = r.Characteristics, keyOff, keyLen, hash
+				nprev++
+			}
+		}
 		m.Items = append(m.Items, Match{
 			Rule: int32(i), Count: cnt, Mitigate: mit, N: n, Value: value,
-			Key: counting.Hash(key), KeyOff: uint32(off), KeyLen: uint32(len(key)),
+			Key: hash, KeyOff: keyOff, KeyLen: keyLen,
 		})
 	}
 	return len(m.Items) - n0
