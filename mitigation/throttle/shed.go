@@ -96,11 +96,12 @@ type shedder struct {
 	cfg   ShedConfig
 	level atomic.Int32
 
+	// This interval's log lines, their request times in microseconds and
+	// their 5xx: updated by every line, on the pipeline's workers.
+	n, sumUS, errs atomic.Int64
+
 	mu      sync.Mutex
-	n       int     // log lines this interval
-	sum     float64 // their request times, seconds
-	errs    int     // their 5xx
-	changed int64   // when level last changed
+	changed int64 // when level last changed
 	last    signals
 }
 
@@ -111,15 +112,13 @@ type signals struct {
 }
 
 func (s *shedder) observe(status int, requestTime float64) {
-	s.mu.Lock()
-	s.n++
-	if requestTime > 0 && !math.IsInf(requestTime, 0) {
-		s.sum += requestTime
+	s.n.Add(1)
+	if requestTime > 0 && requestTime < 1e6 {
+		s.sumUS.Add(int64(requestTime * 1e6))
 	}
 	if status >= 500 && status <= 599 {
-		s.errs++
+		s.errs.Add(1)
 	}
-	s.mu.Unlock()
 }
 
 // step closes the interval at now and moves the level: up one class when a
@@ -129,11 +128,11 @@ func (s *shedder) step(now int64, inFlight int) (level int, sig signals, moved b
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sig = signals{latency: math.NaN(), inFlight: inFlight}
-	if s.n > 0 {
-		sig.latency = s.sum / float64(s.n)
-		sig.errorRate = float64(s.errs) / float64(s.n)
+	n, sum, errs := s.n.Swap(0), s.sumUS.Swap(0), s.errs.Swap(0)
+	if n > 0 {
+		sig.latency = float64(sum) / 1e6 / float64(n)
+		sig.errorRate = float64(errs) / float64(n)
 	}
-	s.n, s.sum, s.errs = 0, 0, 0
 	s.last = sig
 	c := &s.cfg
 	over, calm := false, true

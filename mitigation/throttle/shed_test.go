@@ -3,6 +3,7 @@ package throttle
 import (
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,4 +153,30 @@ count if startswith(input.http.path, %[2]q)
 	if v := r.decide(rs, "192.0.2.1", "/search", at); v.Retry != 5*time.Second {
 		t.Errorf("shed retry %v, want the hold", v.Retry)
 	}
+}
+
+// TestConcurrentUse runs Decide, Observe, Step and Build at once; run it
+// with -race.
+func TestConcurrentUse(t *testing.T) {
+	l, _ := New(Config{Shedding: ShedConfig{Classes: []ShedClass{{Name: "a", Rules: []string{"api"}}, {Name: "b"}}, Latency: time.Millisecond}})
+	set := load(t, rule("api", "gcra", 5, ""), concurrencyRule("api_conc", 2))
+	rs, _ := l.Build(set)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			var r req
+			for i := range 500 {
+				id := fmt.Sprintf("%d-%d", g, i)
+				r.decideID(rs, fmt.Sprintf("192.0.2.%d", i%7), "/api/x", id, t0)
+				l.Observe(logLine(id, 200+300*(i%2), 0.01, t0))
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 50 {
+			l.Step(t0.Add(time.Duration(i) * time.Second))
+			l.Build(set)
+		}
+	})
+	wg.Wait()
 }

@@ -127,6 +127,33 @@ type Counted struct {
 // Set it before the first Apply; nil stops it.
 func (e *Engine) SetOnCount(f func(Counted)) { e.onCount = f }
 
+// Key computes rule i's key for ev as Prepare does, appending the values to
+// buf; ok is false when ev lacks one of the rule's characteristics.
+func (e *Engine) Key(i int, ev *characteristics.Event, buf []byte) (key uint64, values []byte, ok bool) {
+	off := len(buf)
+	for _, c := range e.rules[i].Characteristics {
+		if !c.Present(ev) {
+			return 0, buf[:off], false
+		}
+		buf = c.AppendValue(buf, ev)
+		buf = append(buf, 0xff)
+	}
+	return counting.Hash(buf[off:]), buf, true
+}
+
+// Peek returns rule i's counter state for key at t without counting
+// anything; ok is false when the counter cannot tell (a fleet-wide or
+// multi-window counter). Safe beside Apply.
+func (e *Engine) Peek(i int, key uint64, t time.Time) (res counting.Result, ok bool) {
+	p, ok := e.counters[i].(interface {
+		Peek(key uint64, now int64) counting.Result
+	})
+	if !ok {
+		return counting.Result{}, false
+	}
+	return p.Peek(key, t.UnixNano()), true
+}
+
 // ScopeOf turns the Values of a Counted of rule r into its scope.
 func ScopeOf(r *rules.Rule, values []byte) []characteristics.Field { return scope(r, values) }
 
