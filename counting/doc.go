@@ -33,12 +33,12 @@
 // count values rather than events:
 //
 //   - Distinct counts, per key, the distinct values of a second
-//     characteristic (distinct paths per address): 16 exact 32-bit
-//     fingerprints per window, then 64 HyperLogLog registers, sliding over
+//     characteristic (distinct paths per address): 32 exact 32-bit
+//     fingerprints per window, then 128 HyperLogLog registers, sliding over
 //     the current and previous window like SlidingWindow. Fixed memory per
-//     key (DistinctSlotBytes), the same key cap and sampled eviction as
-//     Table, 0 allocations per Add. Exact up to 16 values; about 10% mean
-//     error beyond (TestDistinctAccuracy).
+//     key (DistinctSlotBytes, 288 bytes), an eighth of Table's key cap with
+//     the same sampled eviction, 0 allocations per Add. Exact up to 32
+//     values; about 7% mean error beyond (TestDistinctAccuracy).
 //   - Windows applies several limits (5 minutes and 1 hour, say) to the same
 //     keys, one Table or Distinct per limit; an event that exceeds any of
 //     them is Exceeded.
