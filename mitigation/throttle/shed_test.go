@@ -180,3 +180,45 @@ func TestConcurrentUse(t *testing.T) {
 	})
 	wg.Wait()
 }
+
+// TestAdaptiveLimit: AIMD grows the in-flight limit by one per fast
+// interval while it is used, cuts a tenth per slow one, and sheds when the
+// requests in flight pass it.
+func TestAdaptiveLimit(t *testing.T) {
+	s := &shedder{}
+	s.cfg, _ = (&ShedConfig{Classes: []ShedClass{{Name: "a"}, {Name: "b"}}, InFlight: 20, Latency: 100 * time.Millisecond, Adaptive: true}).withDefaults()
+	at := int64(0)
+	step := func(latency float64, inFlight int) int64 {
+		s.observe(200, latency)
+		at += int64(time.Second)
+		s.step(at, inFlight)
+		return s.limit.Load()
+	}
+	if l := step(0.01, 5); l != 20 {
+		t.Fatalf("fast but unused: limit %d, want 20", l)
+	}
+	if l := step(0.01, 15); l != 21 {
+		t.Fatalf("fast and used: limit %d, want 21", l)
+	}
+	if l := step(0.5, 15); l != 18 {
+		t.Fatalf("slow: limit %d, want 18", l)
+	}
+	if s.level.Load() != 1 {
+		t.Fatal("slow: not shedding")
+	}
+	for range 40 {
+		step(0.5, 15)
+	}
+	if l := s.limit.Load(); l != 1 {
+		t.Fatalf("slow for long: limit %d, want 1", l)
+	}
+	for range 300 {
+		step(0.01, 1000)
+	}
+	if l := s.limit.Load(); l != 200 {
+		t.Fatalf("fast for long: limit %d, want the cap 200", l)
+	}
+	if _, err := (&ShedConfig{Classes: []ShedClass{{Name: "a"}, {Name: "b"}}, Latency: time.Second, Adaptive: true}).withDefaults(); err == nil {
+		t.Error("adaptive without in_flight accepted")
+	}
+}
