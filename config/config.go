@@ -215,6 +215,9 @@ type SheddingConfig struct {
 	Interval time.Duration `yaml:"interval"`
 	Hold     time.Duration `yaml:"hold"`
 	Recover  float64       `yaml:"recover"`
+	// Adaptive learns the in-flight threshold by AIMD, starting at
+	// InFlight, with Latency as the target (docs/rules.md).
+	Adaptive bool `yaml:"adaptive"`
 }
 
 // ShedClassConfig is one traffic class.
@@ -225,7 +228,8 @@ type ShedClassConfig struct {
 
 // Throttle is the shedding configuration as package throttle takes it.
 func (s SheddingConfig) Throttle() throttle.ShedConfig {
-	c := throttle.ShedConfig{Latency: s.Latency, ErrorRate: s.ErrorRate, InFlight: s.InFlight, Interval: s.Interval, Hold: s.Hold, Recover: s.Recover}
+	c := throttle.ShedConfig{Latency: s.Latency, ErrorRate: s.ErrorRate, InFlight: s.InFlight, Interval: s.Interval, Hold: s.Hold, Recover: s.Recover,
+		Adaptive: s.Adaptive}
 	for _, k := range s.Classes {
 		c.Classes = append(c.Classes, throttle.ShedClass{Name: k.Name, Rules: k.Rules})
 	}

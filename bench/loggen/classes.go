@@ -302,13 +302,13 @@ func (g *gen) behaviourAttacks() {
 	}
 	g.attack(Attack{Name: ClassCacheBusting, Rule: "cache_busting", Scope: "ip.src", Values: bust, IPs: bust})
 
-	// A directory scanner going slowly: a new path every 25 s, all hour,
+	// A directory scanner going slowly: a new path every 20 s, all hour,
 	// under 40 distinct in any five minutes.
 	var scanner []string
 	ip := addrV4(203, 0, 113, 80)
 	scanner = append(scanner, ip.String())
-	for k := range int(g.cfg.Duration / (25 * time.Second)) {
-		g.add(request{t: g.at(time.Duration(k) * 25 * time.Second), ip: ip, method: "GET",
+	for k := range int(g.cfg.Duration / (20 * time.Second)) {
+		g.add(request{t: g.at(time.Duration(k) * 20 * time.Second), ip: ip, method: "GET",
 			path: fmt.Sprintf("/%x", g.rng.Uint32()), status: 404, ua: browserUAs[1], ja4: browserJA4s[1]})
 	}
 	g.attack(Attack{Name: ClassSlowScanner, Rule: "scan_404", Scope: "ip.src", Values: scanner, IPs: scanner})

@@ -554,6 +554,16 @@ func newMetrics(reg prometheus.Registerer, l *Limiter) (*metrics, error) {
 			func() float64 { return float64(l.inflight.stats().total) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_throttle_in_flight_timeouts_total", Help: "Requests in flight released by the timeout, their log line never matched."},
 			func() float64 { return float64(l.inflight.stats().timeouts) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_throttle_shed_in_flight_limit", Help: "The shedder's in-flight threshold (learned by AIMD with shedding.adaptive)."},
+			func() float64 {
+				if l.shed == nil {
+					return 0
+				}
+				if v := l.shed.limit.Load(); v > 0 {
+					return float64(v)
+				}
+				return float64(l.shed.cfg.InFlight)
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_throttle_shed_level", Help: "How many of the least important traffic classes are being shed."},
 			func() float64 {
 				if l.shed == nil {
