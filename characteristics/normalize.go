@@ -211,12 +211,7 @@ func argNameIs(k, name string) bool {
 
 // needsDecode reports whether s has a percent escape (or a '+' in a query).
 func needsDecode(s string, plus bool) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' || plus && s[i] == '+' {
-			return true
-		}
-	}
-	return false
+	return strings.IndexByte(s, '%') >= 0 || plus && strings.IndexByte(s, '+') >= 0
 }
 
 // decodeField percent-decodes s into buf (twice when still encoded) and

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting/redis"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/blocklist"
 	"github.com/guardd/guardd/mitigation/crowdsec"
@@ -47,6 +48,9 @@ type Config struct {
 	Blocklist       BlocklistConfig       `yaml:"blocklist"`
 	Firewall        FirewallConfig        `yaml:"firewall"`
 	Shedding        SheddingConfig        `yaml:"shedding"`
+	// Fleet, when present, shares budgets and mitigations with other nodes
+	// through Redis (docs/fleet.md).
+	Fleet *FleetConfig `yaml:"fleet"`
 
 	// File is the path Load read, "" for Default.
 	File string `yaml:"-"`
@@ -54,6 +58,50 @@ type Config struct {
 	// "line:column" positions of values to their paths.
 	lines map[string]int
 	paths map[string]string
+}
+
+// FleetConfig is fleet mode (DESIGN.md "Fleet mode"): several nodes, one
+// budget per rule and key and one set of mitigations, through Redis.
+type FleetConfig struct {
+	// Node is unique per node; "" means the host name.
+	Node  string           `yaml:"node"`
+	Redis FleetRedisConfig `yaml:"redis"`
+}
+
+// FleetRedisConfig says where Redis is.
+type FleetRedisConfig struct {
+	// Addresses: the server (standalone), the sentinels, or some cluster
+	// nodes, as host:port.
+	Addresses []string `yaml:"addresses"`
+	// Mode is standalone (default), sentinel or cluster.
+	Mode string `yaml:"mode"`
+	// MasterName is the sentinel master set (sentinel mode only).
+	MasterName string `yaml:"master_name"`
+}
+
+// NodeName returns Node, or the host name when it is empty.
+func (f *FleetConfig) NodeName() (string, error) {
+	if f.Node != "" {
+		return f.Node, nil
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "", fmt.Errorf("fleet.node: not set and no host name: %v", err)
+	}
+	return h, nil
+}
+
+// Options returns the Redis connection options, validated.
+func (f *FleetConfig) Options() (redis.Options, error) {
+	mode, err := redis.ParseMode(f.Redis.Mode)
+	if err != nil {
+		return redis.Options{}, fieldErrorf("fleet.redis.mode", "%v", err)
+	}
+	o := redis.Options{Addresses: f.Redis.Addresses, Mode: mode, MasterName: f.Redis.MasterName}
+	if _, err := redis.NewConn(o); err != nil {
+		return redis.Options{}, fieldErrorf("fleet.redis", "%v", err)
+	}
+	return o, nil
 }
 
 // FirewallConfig pushes mitigations to the host's packet filter.
@@ -167,6 +215,9 @@ type SheddingConfig struct {
 	Interval time.Duration `yaml:"interval"`
 	Hold     time.Duration `yaml:"hold"`
 	Recover  float64       `yaml:"recover"`
+	// Adaptive learns the in-flight threshold by AIMD, starting at
+	// InFlight, with Latency as the target (docs/rules.md).
+	Adaptive bool `yaml:"adaptive"`
 }
 
 // ShedClassConfig is one traffic class.
@@ -177,7 +228,8 @@ type ShedClassConfig struct {
 
 // Throttle is the shedding configuration as package throttle takes it.
 func (s SheddingConfig) Throttle() throttle.ShedConfig {
-	c := throttle.ShedConfig{Latency: s.Latency, ErrorRate: s.ErrorRate, InFlight: s.InFlight, Interval: s.Interval, Hold: s.Hold, Recover: s.Recover}
+	c := throttle.ShedConfig{Latency: s.Latency, ErrorRate: s.ErrorRate, InFlight: s.InFlight, Interval: s.Interval, Hold: s.Hold, Recover: s.Recover,
+		Adaptive: s.Adaptive}
 	for _, k := range s.Classes {
 		c.Classes = append(c.Classes, throttle.ShedClass{Name: k.Name, Rules: k.Rules})
 	}
@@ -369,6 +421,14 @@ func (c *Config) Validate() error {
 	if sc := c.Shedding.Throttle(); len(sc.Classes) > 0 {
 		if err := sc.Validate(); err != nil {
 			return fieldErrorf("shedding", "%v", err)
+		}
+	}
+	if c.Fleet != nil {
+		if _, err := c.Fleet.Options(); err != nil {
+			return err
+		}
+		if _, err := c.Fleet.NodeName(); err != nil {
+			return err
 		}
 	}
 	if c.Rules.DisableBuiltin && len(c.Rules.Dirs) == 0 {

@@ -28,6 +28,8 @@ var badConfigs = map[string]string{
 	"negative-nested.bad.yml":   "negative-nested.bad.yml:4: blocklist.nginx_geo.poll_interval: -5s",
 	"duration-int.bad.yml":      "duration-int.bad.yml:2: rules.eval_timeout: cannot unmarshal",
 	"syntax.bad.yml":            "syntax.bad.yml:3: found a tab character",
+	"fleet-mode.bad.yml":        `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
+	"fleet-sentinel.bad.yml":    "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
 }
 
 func TestConfigFiles(t *testing.T) {

@@ -29,6 +29,20 @@
 //     same decisions as TokenBucket (up to rounding) from one integer time,
 //     the theoretical arrival time, with no floating-point refill.
 //
+// Two more kinds of table serve rules with more than one limit or that
+// count values rather than events:
+//
+//   - Distinct counts, per key, the distinct values of a second
+//     characteristic (distinct paths per address): 32 exact 32-bit
+//     fingerprints per window, then 128 HyperLogLog registers, sliding over
+//     the current and previous window like SlidingWindow. Fixed memory per
+//     key (DistinctSlotBytes, 288 bytes), an eighth of Table's key cap with
+//     the same sampled eviction, 0 allocations per Add. Exact up to 32
+//     values; about 7% mean error beyond (TestDistinctAccuracy).
+//   - Windows applies several limits (5 minutes and 1 hour, say) to the same
+//     keys, one Table or Distinct per limit; an event that exceeds any of
+//     them is Exceeded.
+//
 // With Add, the window algorithms count every event, including those over
 // the limit: a client that keeps sending stays limited, as a detector should
 // see it. TokenBucket and GCRA only consume on a conforming event, as a

@@ -50,8 +50,7 @@
 //     xxhash64 second preimage of a victim's scope value.
 //   - Memory before a pointer chase: a mitigation is one 80-byte node that the
 //     shard map, the writer's indexes and the change feed share, with its
-//     scope, interned names, rule and origin, and times in microseconds (a
-//     Mitigation's times are truncated to the microsecond). 100,000 ip.src
+//     scope, interned names, rule and origin, and packed times. 100,000 ip.src
 //     mitigations cost about 200 bytes each of live heap, against 560 with
 //     128-byte cells held inline in the shard maps and copied for the writer
 //     and the feed (BenchmarkMemoryPerMitigation, BENCHMARKS.md). A lookup

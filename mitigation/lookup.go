@@ -8,11 +8,11 @@ import "time"
 // time. Like Lookup, it runs concurrently with writers.
 func (s *Store) LookupRule(key uint64, rule string, now time.Time) (Mitigation, bool) {
 	sh := s.shardOf(key)
-	t := now.UnixMicro()
+	sec, nsec := wall(now)
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	for n := sh.m[key]; n != nil; n = n.next {
-		if n.expires > t && n.label.rule == rule {
+		if n.expiresAfter(sec, nsec) && n.label.rule == rule {
 			return n.mitigation(), true
 		}
 	}

@@ -44,8 +44,8 @@ type Mitigation struct {
 	Rule    string    `json:"rule"`    // the rule that tripped, or the name given by an operator
 	Action  Action    `json:"action"`  //
 	Scope   Scope     `json:"scope"`   // canonical (see Canonical)
-	Created time.Time `json:"created"` // first Add; UTC, to the microsecond
-	Expires time.Time `json:"expires"` // absolute wall-clock time; UTC, to the microsecond
+	Created time.Time `json:"created"` // first Add
+	Expires time.Time `json:"expires"` // absolute wall-clock time
 	Origin  string    `json:"origin"`  // "rule" (default), "manual" or "api"
 }
 
@@ -86,27 +86,42 @@ type shard struct {
 // (byID, the expiry heap) and the change feed all point at the same node, so
 // a mitigation is held once: 80 bytes, its scope (the pairs and their values;
 // names are shared with the Shape) and a share of an interned rule and
-// origin. Times are Unix microseconds: Mitigation times are truncated to the
-// microsecond. A lookup hit costs one map probe and one pointer chase; a
-// miss, the common case, only the probe, in a map of 8-byte values rather
-// than 128-byte cells (BENCHMARKS.md: bytes per mitigation).
+// origin. Times are wall-clock Unix seconds and nanoseconds, packed; the scope
+// key is recomputed by the writer when it needs it. A lookup hit costs one
+// map probe and one pointer chase; a miss, the common case, only the probe,
+// in a map of 8-byte values rather than 128-byte cells (BENCHMARKS.md: bytes
+// per mitigation).
 //
-// Fields the readers see (expires, action, next) change only under the
+// Fields the readers see (expiry, action, next) change only under the
 // shard's lock; the others are fixed once the node is published.
 type node struct {
 	id      uint64
-	expires int64 // Unix µs
-	created int64 // Unix µs
+	expSec  int64 // Expires, Unix seconds
+	crtSec  int64 // Created, Unix seconds
 	scope   Scope
 	label   *label
-	key     uint64
 	next    *node // another rule's mitigation on the same key
 	idx     int32 // position in Store.heap
+	expNsec int32
+	crtNsec int32
 	action  Action
 }
 
 // A node must stay 80 bytes (a size class): this fails to compile if it grows.
 var _ [80 - unsafe.Sizeof(node{})]byte
+
+// wall is t as the node holds it.
+func wall(t time.Time) (int64, int32) { return t.Unix(), int32(t.Nanosecond()) }
+
+// expiresBefore reports whether n's expiry is before the wall time (sec, nsec).
+func (n *node) expiresBefore(sec int64, nsec int32) bool {
+	return n.expSec < sec || (n.expSec == sec && n.expNsec < nsec)
+}
+
+// expiresAfter reports whether n's expiry is after the wall time (sec, nsec).
+func (n *node) expiresAfter(sec int64, nsec int32) bool {
+	return n.expSec > sec || (n.expSec == sec && n.expNsec > nsec)
+}
 
 // label is a rule name and origin, interned: a few rules make most
 // mitigations.
@@ -117,7 +132,7 @@ type label struct {
 
 func (n *node) mitigation() Mitigation {
 	return Mitigation{ID: n.id, Rule: n.label.rule, Action: n.action, Scope: n.scope,
-		Created: time.UnixMicro(n.created).UTC(), Expires: time.UnixMicro(n.expires).UTC(), Origin: n.label.origin}
+		Created: time.Unix(n.crtSec, int64(n.crtNsec)).UTC(), Expires: time.Unix(n.expSec, int64(n.expNsec)).UTC(), Origin: n.label.origin}
 }
 
 // Store is the table of active mitigations. Lookup may run concurrently with
@@ -241,10 +256,10 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Store, error
 func (s *Store) restoreLocked(m Mitigation) {
 	key := m.Scope.Key()
 	if n := s.findLocked(key, m.Scope, m.Rule); n != nil {
-		if exp := m.Expires.UnixMicro(); exp > n.expires {
+		if sec, nsec := wall(m.Expires); n.expiresBefore(sec, nsec) {
 			sh := s.shardOf(key)
 			sh.mu.Lock()
-			n.expires = exp
+			n.expSec, n.expNsec = sec, nsec
 			sh.mu.Unlock()
 			heap.Fix(&s.heap, int(n.idx))
 		}
@@ -253,7 +268,7 @@ func (s *Store) restoreLocked(m Mitigation) {
 	for len(s.byID) >= s.max {
 		s.evictLocked()
 	}
-	s.insertLocked(s.newNodeLocked(m, key))
+	s.insertLocked(s.newNodeLocked(m), key)
 	s.nextID = max(s.nextID, m.ID+1)
 }
 
@@ -323,8 +338,9 @@ func (s *Store) AddAll(ms []Mitigation, now time.Time) (held []Mitigation, allow
 func (s *Store) addLocked(m Mitigation) Mitigation {
 	key := m.Scope.Key()
 	if n := s.findLocked(key, m.Scope, m.Rule); n != nil {
-		exp := m.Expires.UnixMicro()
-		if exp <= n.expires && m.Action == n.action {
+		sec, nsec := wall(m.Expires)
+		later := n.expiresBefore(sec, nsec)
+		if !later && m.Action == n.action {
 			return n.mitigation()
 		}
 		sh := s.shardOf(key)
@@ -334,9 +350,8 @@ func (s *Store) addLocked(m Mitigation) Mitigation {
 			s.met.active[m.Action].Inc()
 			n.action = m.Action
 		}
-		later := exp > n.expires
 		if later {
-			n.expires = exp
+			n.expSec, n.expNsec = sec, nsec
 		}
 		sh.mu.Unlock()
 		if later {
@@ -352,8 +367,8 @@ func (s *Store) addLocked(m Mitigation) Mitigation {
 	}
 	m.ID = s.nextID
 	s.nextID++
-	n := s.newNodeLocked(m, key)
-	s.insertLocked(n)
+	n := s.newNodeLocked(m)
+	s.insertLocked(n, key)
 	s.met.added[m.Action].Inc()
 	cur := n.mitigation()
 	s.persistLocked(record{Op: opAdd, m: cur})
@@ -362,7 +377,7 @@ func (s *Store) addLocked(m Mitigation) Mitigation {
 }
 
 // newNodeLocked makes the node of a prepared m, with an interned label.
-func (s *Store) newNodeLocked(m Mitigation, key uint64) *node {
+func (s *Store) newNodeLocked(m Mitigation) *node {
 	l := s.labels[[2]string{m.Rule, m.Origin}]
 	if l == nil {
 		// Copies: m's strings may alias an event's buffers.
@@ -370,7 +385,10 @@ func (s *Store) newNodeLocked(m Mitigation, key uint64) *node {
 		s.labels[[2]string{l.rule, l.origin}] = l
 	}
 	l.refs++
-	return &node{id: m.ID, expires: m.Expires.UnixMicro(), created: m.Created.UnixMicro(), scope: m.Scope, label: l, key: key, action: m.Action}
+	n := &node{id: m.ID, scope: m.Scope, label: l, action: m.Action}
+	n.expSec, n.expNsec = wall(m.Expires)
+	n.crtSec, n.crtNsec = wall(m.Created)
+	return n
 }
 
 func (s *Store) releaseLabelLocked(l *label) {
@@ -394,9 +412,8 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if m.Rule == "" && m.Origin == "rule" {
 		return m, errors.New("no rule name")
 	}
-	// Wall clock only, in UTC, to the microsecond (as the store holds it):
-	// expiry is absolute and must survive a restart.
-	m.Expires = m.Expires.Round(0).UTC().Truncate(time.Microsecond)
+	// Wall clock only, in UTC: expiry is absolute and must survive a restart.
+	m.Expires = m.Expires.Round(0).UTC()
 	if m.Expires.IsZero() || !m.Expires.After(now) {
 		return m, fmt.Errorf("scope %s: expiry %s is not after now (%s)", m.Scope, m.Expires.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
@@ -411,7 +428,7 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if m.Created.IsZero() {
 		m.Created = now
 	}
-	m.Created = m.Created.Round(0).UTC().Truncate(time.Microsecond)
+	m.Created = m.Created.Round(0).UTC()
 	m.ID = 0
 	return m, nil
 }
@@ -429,11 +446,11 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 // hold the scope can confirm with Scope.Equal.
 func (s *Store) Lookup(key uint64, now time.Time) (Mitigation, bool) {
 	sh := s.shardOf(key)
-	t := now.UnixMicro() // expiries are whole microseconds: > t is After(now)
+	sec, nsec := wall(now)
 	sh.mu.RLock()
 	var best *node
 	for n := sh.m[key]; n != nil; n = n.next {
-		if n.expires > t && (best == nil || stronger(n, best)) {
+		if n.expiresAfter(sec, nsec) && (best == nil || stronger(n, best)) {
 			best = n
 		}
 	}
@@ -450,7 +467,7 @@ func stronger(a, b *node) bool {
 	if ra, rb := actionRank[a.action], actionRank[b.action]; ra != rb {
 		return ra > rb
 	}
-	return a.expires > b.expires
+	return a.expiresAfter(b.expSec, b.expNsec)
 }
 
 // allowState is the allowlist in force: as configured (canonical) and
@@ -534,8 +551,8 @@ func (s *Store) Expire(now time.Time) int {
 
 func (s *Store) expireLocked(now time.Time) int {
 	n := 0
-	t := now.UnixMicro()
-	for len(s.heap) > 0 && s.heap[0].expires <= t {
+	sec, nsec := wall(now)
+	for len(s.heap) > 0 && !s.heap[0].expiresAfter(sec, nsec) {
 		// Not journaled: a restart drops it by its expiry anyway.
 		s.removeLocked(s.heap[0])
 		n++
@@ -551,7 +568,7 @@ func (s *Store) evictLocked() {
 	s.evicted++
 	if s.evicted&(s.evicted-1) == 0 { // 1, 2, 4, 8 ...: visible without flooding
 		s.log.Warn("mitigation table full, evicting the mitigation nearest to expiry",
-			"max_entries", s.max, "evicted_total", s.evicted, "rule", e.label.rule, "expires", time.UnixMicro(e.expires).UTC())
+			"max_entries", s.max, "evicted_total", s.evicted, "rule", e.label.rule, "expires", time.Unix(e.expSec, int64(e.expNsec)).UTC())
 	}
 }
 
@@ -566,9 +583,9 @@ func (s *Store) List(now time.Time) []Mitigation {
 func (s *Store) Snapshot(now time.Time) ([]Mitigation, uint64) {
 	s.mu.Lock()
 	out := make([]Mitigation, 0, len(s.byID))
-	t := now.UnixMicro()
+	sec, nsec := wall(now)
 	for _, n := range s.byID {
-		if n.expires > t {
+		if n.expiresAfter(sec, nsec) {
 			out = append(out, n.mitigation())
 		}
 	}
@@ -790,7 +807,7 @@ func (s *Store) findLocked(key uint64, sc Scope, rule string) *node {
 
 // insertLocked indexes n and publishes it to readers, after the other
 // mitigations on its key.
-func (s *Store) insertLocked(n *node) {
+func (s *Store) insertLocked(n *node, key uint64) {
 	if r := s.shapeRefLocked(n.scope, +1); r != nil {
 		for i := range n.scope {
 			n.scope[i].Name = r.shape.Names[i] // one copy of each name
@@ -799,10 +816,10 @@ func (s *Store) insertLocked(n *node) {
 	}
 	s.byID[n.id] = n
 	heap.Push(&s.heap, n)
-	sh := s.shardOf(n.key)
+	sh := s.shardOf(key)
 	sh.mu.Lock()
-	if first := sh.m[n.key]; first == nil {
-		sh.m[n.key] = n
+	if first := sh.m[key]; first == nil {
+		sh.m[key] = n
 	} else {
 		last := first
 		for last.next != nil {
@@ -819,13 +836,14 @@ func (s *Store) insertLocked(n *node) {
 func (s *Store) removeLocked(n *node) {
 	heap.Remove(&s.heap, int(n.idx))
 	delete(s.byID, n.id)
-	sh := s.shardOf(n.key)
+	key := n.scope.Key()
+	sh := s.shardOf(key)
 	sh.mu.Lock()
-	if first := sh.m[n.key]; first == n {
+	if first := sh.m[key]; first == n {
 		if n.next == nil {
-			delete(sh.m, n.key)
+			delete(sh.m, key)
 		} else {
-			sh.m[n.key] = n.next
+			sh.m[key] = n.next
 		}
 	} else {
 		for p := first; p != nil; p = p.next {
@@ -1018,8 +1036,8 @@ type expiryHeap []*node
 
 func (h expiryHeap) Len() int { return len(h) }
 func (h expiryHeap) Less(i, j int) bool {
-	if h[i].expires != h[j].expires {
-		return h[i].expires < h[j].expires
+	if h[i].expSec != h[j].expSec || h[i].expNsec != h[j].expNsec {
+		return h[j].expiresAfter(h[i].expSec, h[i].expNsec)
 	}
 	return h[i].id < h[j].id
 }

@@ -643,3 +643,25 @@ func TestPrefixFilter(t *testing.T) {
 		t.Error("an address outside every ban matched")
 	}
 }
+
+// TestTimesExact: the store keeps Created and Expires to the nanosecond and
+// across the whole range Add accepts, though a node packs them.
+func TestTimesExact(t *testing.T) {
+	s := newStore(t, Config{})
+	now := time.Date(2026, 11, 25, 18, 0, 0, 123456789, time.UTC)
+	for i, exp := range []time.Time{
+		now.Add(time.Nanosecond),
+		now.Add(time.Hour + 987654321),
+		time.Date(2500, 1, 1, 0, 0, 0, 1, time.UTC), // past int64 nanoseconds
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+	} {
+		m := mustAdd(t, s, Mitigation{Rule: "r", Action: ActionBlock, Scope: ipScope(fmt.Sprintf("192.0.2.%d", i)), Created: now, Expires: exp}, now)
+		got, ok := s.Lookup(m.Scope.Key(), exp.Add(-time.Nanosecond))
+		if !ok || got.Expires != exp || got.Created != now || m.Expires != exp {
+			t.Errorf("expiry %s: Lookup %v %s created %s; Add gave %s", exp, ok, got.Expires, got.Created, m.Expires)
+		}
+		if _, ok := s.Lookup(m.Scope.Key(), exp); ok {
+			t.Errorf("expiry %s: found at its expiry", exp)
+		}
+	}
+}

@@ -139,6 +139,20 @@ func Merge(sets ...*Set) (*Set, error) {
 	return out, nil
 }
 
+// Select returns a set of the rules of s for which keep holds, in order,
+// logging and counting through s's options: the decision API evaluates only
+// its throttle rules on every request.
+func (s *Set) Select(keep func(*Rule) bool) *Set {
+	out := &Set{log: s.log, timeout: s.timeout, metrics: s.metrics, now: s.now}
+	for _, re := range s.evals {
+		if keep(re.rule) {
+			cp := *re
+			out.add(&cp)
+		}
+	}
+	return out
+}
+
 // Matches holds the results of Set.Eval: one bit per rule for the counting
 // expression and one for the mitigation expression. A Matches is reused
 // across events by one goroutine at a time; its zero value is ready.

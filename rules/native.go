@@ -64,9 +64,8 @@ type state struct {
 	memo     [32]memoEntry
 	memoNext int
 
-	masks   []signature.Mask // results of guardd built-ins per slot
-	sigMemo [16]sigMemoEntry // signature scans of long values across events
-	sigNext int
+	masks   []signature.Mask           // results of guardd built-ins per slot
+	sigMemo *[sigMemoSize]sigMemoEntry // signature scans across events, by hash
 }
 
 type memoEntry struct {
@@ -603,6 +602,12 @@ func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
 		}
 	case characteristics.KindAddr, characteristics.KindPrefix:
 		o.slot = slotFor(c.String())
+	default:
+		// Derived values (normalised fields, arguments) are cached per
+		// event: reading one again costs a slot check, not a lookup.
+		if strings.HasPrefix(name, "http.norm.") || strings.HasPrefix(name, "http.args[") {
+			o.slot = slotFor(c.String())
+		}
 	}
 	return o, nil
 }

@@ -21,6 +21,8 @@ func FuzzNativeVsOPA(f *testing.F) {
 	f.Add("", "", "", "")
 	f.Add("/a\xffb", "x\xff", "\xff", "b")
 	f.Add("/wp-login.php", "nikto/2", "NIKTO", ".php")
+	f.Add("/cgi-bin/.%2e/%2e%2e/etc/passwd", "${jndi:ldap://x}", "id=1' or '1'='1", "<script>alert(1)</script>")
+	f.Add("/a%252e%252e/b%c0%ae", "() { :; }; /bin/sh", "a=%3Csvg/onload=alert(1)%3E", "select dining chairs")
 	f.Fuzz(func(t *testing.T, path, ua, c1, c2 string) {
 		if len(path)+len(ua)+len(c1)+len(c2) > 512 {
 			return
@@ -37,9 +39,21 @@ func FuzzNativeVsOPA(f *testing.F) {
 			fmt.Sprintf(`some p in {%s, %s}; input.http.path == p`, q(c1), q(c2)),
 			fmt.Sprintf(`input.http.path < %s`, q(c1)),
 			fmt.Sprintf(`not lower(input.http.headers["x-test"]) == %s`, q(c2)),
+			`guardd.signature(input.http.norm.path, "lfi|webshell|cve_probe|sensitive_file")`,
+			`guardd.signature(input.http.norm.user_agent, "scanner_ua|log4shell")`,
+			`not guardd.signature(input.http.norm.query, "cmdi")`,
+			`guardd.query_sqli(input.http.query)`,
+			`guardd.query_xss(input.http.query)`,
+			`guardd.sqli(input.http.norm.path)`,
+			`not guardd.xss(input.http.norm.user_agent)`,
+			`input.http.anomalies.traversal`,
+			`not input.http.anomalies.double_encoded`,
+			fmt.Sprintf(`input.http.args.q == %s`, q(c2)),
+			`startswith(input.http.norm.path, "/etc")`,
 		}
 		var e characteristics.Event
 		e.Path, e.UserAgent, e.Status = path, ua, 200
+		e.Query = "q=" + c2 + "&" + c1
 		if c2 != "" {
 			e.SetHeader("X-Test", c2)
 		}

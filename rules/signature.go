@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -145,29 +146,39 @@ func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, er
 }
 
 // sigMemoMin is the shortest value whose scan is remembered across events:
-// user agents and referers repeat, and comparing one costs less than
-// scanning it.
-const sigMemoMin = 24
+// user agents, referers and paths repeat, and hashing one costs a fraction
+// of scanning it.
+const sigMemoMin = 12
 
-// scan returns signature.Scan(v) (through compute), remembering the results
-// of long values across events.
+// sigMemoSize is the number of remembered scans per goroutine (a
+// direct-mapped table of 64-bit hashes, 64 KiB).
+const sigMemoSize = 4096
+
+// sigSeed keys the hashes of remembered scans; it is random per process, so
+// no one can make two values collide on purpose.
+var sigSeed = maphash.MakeSeed()
+
+// scan returns compute(v), remembering results across events by a 64-bit
+// keyed hash of v and its length.
 func (st *state) scan(v string, compute func(string) signature.Mask) signature.Mask {
-	if len(v) < sigMemoMin || len(v) > memoMax {
+	if len(v) < sigMemoMin {
 		return compute(v)
 	}
-	for i := range st.sigMemo {
-		if e := &st.sigMemo[i]; len(e.key) == len(v) && string(e.key) == v {
-			return e.mask
-		}
+	if st.sigMemo == nil {
+		st.sigMemo = new([sigMemoSize]sigMemoEntry)
+	}
+	h := maphash.String(sigSeed, v) | 1 // 0 marks an empty entry
+	e := &st.sigMemo[h%sigMemoSize]
+	if e.hash == h && e.len == uint32(len(v)) {
+		return e.mask
 	}
 	m := compute(v)
-	e := &st.sigMemo[st.sigNext]
-	st.sigNext = (st.sigNext + 1) % len(st.sigMemo)
-	e.key, e.mask = append(e.key[:0], v...), m
+	*e = sigMemoEntry{hash: h, len: uint32(len(v)), mask: m}
 	return m
 }
 
 type sigMemoEntry struct {
-	key  []byte
+	hash uint64
+	len  uint32
 	mask signature.Mask
 }

@@ -37,6 +37,8 @@ const (
 	ClassFakeCrawler   = "fake Googlebot"
 	ClassSlowScanner   = "slow 404 scanner"
 	ClassFirefoxOnWire = "Firefox UA over Chromium's TLS stack"
+	ClassUARotation    = "one address cycling through user agents"
+	ClassCacheBusting  = "cache-busting flood"
 )
 
 // actor records the class of a client address.
@@ -274,13 +276,39 @@ func (g *gen) behaviourAttacks() {
 	}
 	g.attack(Attack{Name: ClassFakeCrawler, Rule: "fake_crawler", Scope: "ip.src", Values: fake, IPs: fake})
 
-	// A directory scanner going slowly: a new path every 25 s, all hour,
+	// A scraper that picks a new browser user agent for every request.
+	var rot []string
+	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 90), netip.MustParseAddr("2001:db8:ffff::a0")} {
+		rot = append(rot, ip.String())
+		for j := range 360 { // two a second for three minutes
+			ua := fmt.Sprintf("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:%d.0) Gecko/20100101 Firefox/%d.0", 90+j%45, 90+j%45)
+			if j%2 == 1 {
+				ua = fmt.Sprintf("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%d.0.%d.0 Safari/537.36", 100+j%31, j)
+			}
+			g.add(request{t: g.at(35*time.Minute + time.Duration(n)*7*time.Minute + time.Duration(j)*500*time.Millisecond), ip: ip, method: "GET",
+				path: "/product/" + strconv.Itoa(g.rng.IntN(5000)), status: 200, ua: ua})
+		}
+	}
+	g.attack(Attack{Name: ClassUARotation, Rule: "ua_rotation", Scope: "ip.src", Values: rot, IPs: rot})
+
+	// A flood that defeats caching with a random query on the home page.
+	var bust []string
+	for n, ip := range []netip.Addr{addrV4(198, 18, 30, 7), netip.MustParseAddr("2001:db8:ffff::b0")} {
+		bust = append(bust, ip.String())
+		for j := range 600 { // twenty a second for thirty seconds
+			g.add(request{t: g.at(44*time.Minute + time.Duration(n)*time.Minute + time.Duration(j)*50*time.Millisecond), ip: ip, method: "GET",
+				path: "/?" + strconv.FormatUint(g.rng.Uint64()%1e12, 10), status: 200, ua: browserUAs[2], ref: "https://www.google.com/search?q=shop"})
+		}
+	}
+	g.attack(Attack{Name: ClassCacheBusting, Rule: "cache_busting", Scope: "ip.src", Values: bust, IPs: bust})
+
+	// A directory scanner going slowly: a new path every 20 s, all hour,
 	// under 40 distinct in any five minutes.
 	var scanner []string
 	ip := addrV4(203, 0, 113, 80)
 	scanner = append(scanner, ip.String())
-	for k := range int(g.cfg.Duration / (25 * time.Second)) {
-		g.add(request{t: g.at(time.Duration(k) * 25 * time.Second), ip: ip, method: "GET",
+	for k := range int(g.cfg.Duration / (20 * time.Second)) {
+		g.add(request{t: g.at(time.Duration(k) * 20 * time.Second), ip: ip, method: "GET",
 			path: fmt.Sprintf("/%x", g.rng.Uint32()), status: 404, ua: browserUAs[1], ja4: browserJA4s[1]})
 	}
 	g.attack(Attack{Name: ClassSlowScanner, Rule: "scan_404", Scope: "ip.src", Values: scanner, IPs: scanner})

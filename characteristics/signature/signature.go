@@ -97,7 +97,7 @@ const sqliBytes = "'\"`#;("
 // SQLi reports whether s is SQL injection according to libinjection. Text
 // with none of the bytes an injection needs is not examined.
 func SQLi(s string) bool {
-	if s == "" || strings.IndexAny(s, sqliBytes) < 0 && !strings.Contains(s, "--") && !strings.Contains(s, "/*") {
+	if s == "" || !hasAny(s, &sqliSet) && !strings.Contains(s, "--") && !strings.Contains(s, "/*") {
 		return false
 	}
 	ok, _ := libinjection.IsSQLi(s)
@@ -107,10 +107,29 @@ func SQLi(s string) bool {
 // XSS reports whether s is cross-site scripting according to libinjection.
 // Text without '<', '>', a quote or a parenthesis is not examined.
 func XSS(s string) bool {
-	if s == "" || strings.IndexAny(s, "<>\"'`()") < 0 {
+	if s == "" || !hasAny(s, &xssSet) {
 		return false
 	}
 	return libinjection.IsXSS(s)
+}
+
+var sqliSet, xssSet = byteSet(sqliBytes), byteSet("<>\"'`()")
+
+func byteSet(s string) (t [256]bool) {
+	for i := 0; i < len(s); i++ {
+		t[s[i]] = true
+	}
+	return t
+}
+
+// hasAny reports whether s has a byte of t.
+func hasAny(s string, t *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if t[s[i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // maxArg is the largest decoding buffer kept for reuse.

@@ -21,7 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// The nginx side of docs/nginx.md, filled in for a test on loopback.
+// The nginx configuration of the tests: docs/nginx.md's upstreams and
+// server (docsNginx) in an http block of temporary paths.
 const nginxConf = `
 daemon off;
 master_process on;
@@ -41,47 +42,7 @@ http {
                       '$status $body_bytes_sent "$http_referer" "$http_user_agent" '
                       '$remote_port $request_time "$host" "$http_x_forwarded_for" '
                       '"$cookie_session" $request_id';
-    upstream guardd { server {{decision}}; keepalive 16; }
-    upstream app { server {{app}}; }
-    server {
-        listen 127.0.0.1:{{port}};
-        access_log {{dir}}/access.log guardd;
-        location / {
-            auth_request /_guardd;
-            auth_request_set $guardd_decision $upstream_http_x_guardd_decision;
-            error_page 401 = @guardd;
-            proxy_pass http://app;
-        }
-        location = /_guardd {
-            internal;
-            proxy_pass http://guardd/v1/decide;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length "";
-            proxy_set_header X-Real-IP $remote_addr;
-            proxy_set_header X-Real-Port $remote_port;
-            proxy_set_header X-Original-Method $request_method;
-            proxy_set_header X-Original-URI $request_uri;
-            proxy_set_header X-Request-ID $request_id;
-            proxy_set_header Host $host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_connect_timeout 100ms;
-            proxy_read_timeout 250ms;
-            error_page 500 502 503 504 = @guardd_unreachable;
-        }
-        location @guardd_unreachable { return 204; }
-        location @guardd {
-            rewrite ^ /v1/respond break;
-            proxy_pass http://guardd;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length "";
-            proxy_set_header X-Guardd-Decision $guardd_decision;
-            proxy_set_header X-Original-Method $request_method;
-            proxy_set_header X-Original-URI $request_uri;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
+{{docs}}
 }
 `
 
@@ -264,7 +225,7 @@ shadowban:
 
 	port := freePort(t)
 	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
-		"{{port}}", fmt.Sprint(port)).Replace(nginxConf)
+		"{{port}}", fmt.Sprint(port)).Replace(strings.Replace(nginxConf, "{{docs}}", docsNginx(t), 1))
 	confPath := filepath.Join(dir, "nginx.conf")
 	os.WriteFile(confPath, []byte(conf), 0o644)
 	cmd := exec.Command(nginx, "-p", dir, "-c", confPath)
@@ -349,6 +310,33 @@ func headerNames(h http.Header) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ",")
+}
+
+// docsNginx returns the nginx block of docs/nginx.md that holds the upstreams
+// and the protected server, pointed at the test's guardd, application and
+// port, logging to dir: the tests run the configuration the docs give.
+func docsNginx(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../docs/nginx.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(string(data), "```nginx\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(block, "upstream app") {
+			continue
+		}
+		for _, want := range []string{"127.0.0.1:9480", "127.0.0.1:8080", "listen 80;", "server_name example.com;"} {
+			if !strings.Contains(block, want) {
+				t.Fatalf("docs/nginx.md's server block lost %q", want)
+			}
+		}
+		return strings.NewReplacer("127.0.0.1:9480", "{{decision}}", "127.0.0.1:8080", "{{app}}",
+			"listen 80;", "listen 127.0.0.1:{{port}};",
+			"server_name example.com;", "server_name example.com;\n    access_log {{dir}}/access.log guardd;").Replace(block)
+	}
+	t.Fatal("docs/nginx.md has no nginx block with upstream app")
+	return ""
 }
 
 func do(t *testing.T, c *http.Client, method, url string) (int, string) {

@@ -149,6 +149,12 @@ func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
 		if r.Score != nil {
 			limit += " (score " + r.Score.String() + ")"
 		}
+		if r.Distinct != nil {
+			limit += " distinct " + r.Distinct.String()
+		}
+		for _, w := range r.Windows[min(1, len(r.Windows)):] {
+			limit += ", " + strconv.FormatFloat(w.Requests, 'f', -1, 64) + "/" + w.Period.String()
+		}
 		eval := "native"
 		if !r.Native {
 			eval = "fallback"

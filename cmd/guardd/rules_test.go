@@ -18,9 +18,10 @@ func TestRulesCheck(t *testing.T) {
 		notInStdio []string
 	}{
 		{
-			name:   "builtin",
-			args:   []string{"check", "--builtin"},
-			stdout: []string{"COUNTED", "login_bruteforce", "scanner_ua", "ip.src.asnum", "native", "request", "log", "rules ok", " 0 fallback"},
+			name: "builtin",
+			args: []string{"check", "--builtin"},
+			stdout: []string{"COUNTED", "login_bruteforce", "scanner_ua", "ip.src.asnum", "native", "request", "log", "rules ok", " 0 fallback",
+				"40 distinct http.path, 120/1h0m0s"},
 		},
 		{
 			name:   "good dir with a fallback rule",

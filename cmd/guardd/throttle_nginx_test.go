@@ -124,7 +124,7 @@ shedding:
 	td := startDaemon(t, dir)
 	port := freePort(t)
 	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
-		"{{port}}", fmt.Sprint(port)).Replace(nginxConf)
+		"{{port}}", fmt.Sprint(port)).Replace(strings.Replace(nginxConf, "{{docs}}", docsNginx(t), 1))
 	// The auth subrequest may wait behind the slow answers: give it time.
 	conf = strings.Replace(conf, "proxy_read_timeout 250ms;", "proxy_read_timeout 5s;", 1)
 	confPath := filepath.Join(dir, "nginx.conf")

@@ -55,7 +55,9 @@ type Options struct {
 	// (sentinel) or of some cluster nodes (cluster).
 	Addresses []string
 	Mode      Mode
-	// MasterName is the sentinel master set; required in sentinel mode.
+	// MasterName is the sentinel master set; required in sentinel mode,
+	// ignored in the others (DESIGN.md's example sets it beside
+	// standalone).
 	MasterName string
 	// Username and Password authenticate, when set.
 	Username, Password string
@@ -100,9 +102,6 @@ func NewConn(opt Options) (*Conn, error) {
 	}
 	if opt.Mode == Sentinel && opt.MasterName == "" {
 		return nil, fmt.Errorf("counting/redis: sentinel mode needs master_name")
-	}
-	if opt.Mode != Sentinel && opt.MasterName != "" {
-		return nil, fmt.Errorf("counting/redis: master_name %q is for sentinel mode only", opt.MasterName)
 	}
 	if opt.DialTimeout == 0 {
 		opt.DialTimeout = time.Second
@@ -190,7 +189,7 @@ type Op struct {
 	Release float64 // unused lease handed back
 	RelWin  int64   // window (or grant time, sliding_log) of the release
 	Held    float64 // lease the node keeps
-	Want    bool    // grant a lease
+	Want    float64 // the lease asked for (0: none)
 	Nodes   int
 	Period  int64 // µs
 	Limit   float64
@@ -227,7 +226,7 @@ func (c *Conn) Apply(ctx context.Context, ops []Op, states []State, errs []error
 					strconv.FormatFloat(o.Release, 'g', -1, 64),
 					strconv.FormatInt(o.RelWin, 10),
 					strconv.FormatFloat(o.Held, 'g', -1, 64),
-					want(o.Want),
+					strconv.FormatFloat(o.Want, 'g', -1, 64),
 					strconv.Itoa(o.Nodes),
 					strconv.FormatInt(o.Period, 10),
 					strconv.FormatFloat(o.Limit, 'g', -1, 64),
@@ -266,13 +265,6 @@ func parseState(r rueidis.RedisResult) (State, error) {
 		}
 	}
 	return State{Win: int64(f[0]), Cur: f[1], Prev: f[2], At: int64(f[3]), Usage: f[4], Reset: int64(f[5]), Now: int64(f[6]), Grant: f[7]}, nil
-}
-
-func want(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // Heartbeat registers node as live and returns how many nodes were seen

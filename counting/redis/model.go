@@ -38,7 +38,7 @@ type Rule struct {
 	Name  string
 	Limit counting.Limit
 	// Burst is the capacity of token_bucket and gcra; 0 means
-	// Limit.Requests. Ignored by the window algorithms.
+	// Limit.Burst, or else Limit.Requests. Ignored by the window algorithms.
 	Burst float64
 	// OnError is what the rule's requests get while Redis is unreachable
 	// or slower than its deadline.
@@ -115,6 +115,9 @@ func newParams(r Rule) (params, error) {
 	}
 	p := params{alg: l.Algorithm, period: l.Period.Microseconds(), limit: l.Requests, burst: r.Burst}
 	if p.burst == 0 {
+		p.burst = l.Burst
+	}
+	if p.burst == 0 {
 		p.burst = l.Requests
 	}
 	p.interval = float64(p.period) / p.limit
@@ -127,18 +130,21 @@ type call struct {
 	delta, release float64
 	relWin         int64
 	held           float64
-	want           bool
+	want           float64
 	nodes          int
 }
 
 // share is the lease a node may be granted out of headroom h.
-func share(h, held float64, nodes int) float64 {
+func share(h, capacity, held, want float64, nodes int) float64 {
 	if h <= 0 {
 		return 0
 	}
 	g := (h+held)/float64(max(nodes, 1)) - held
 	if g < 1 {
 		g = min(h, 1)
+	}
+	if h < capacity/2 {
+		g = min(g, want)
 	}
 	return max(0, min(g, h))
 }
@@ -177,8 +183,8 @@ func (p params) step(s State, a call, now int64) State {
 	case counting.GCRA:
 		s.At = max(now, max(s.At, now)+int64(math.Floor((a.delta-a.release)*p.interval+0.5)))
 	}
-	if a.want {
-		s.Grant = share(p.capacity()-p.usage(s, now), a.held, a.nodes)
+	if a.want > 0 {
+		s.Grant = share(p.capacity()-p.usage(s, now), p.capacity(), a.held, a.want, a.nodes)
 		switch p.alg {
 		case counting.SlidingWindow, counting.FixedWindow:
 			s.Cur += s.Grant

@@ -13,7 +13,8 @@ package redis
 //	ARGV[3] relwin   window the released lease was granted in (windows)
 //	                 or its grant time (sliding_log); ignored otherwise
 //	ARGV[4] held     lease the node still holds after the release
-//	ARGV[5] want     1: grant a lease, the node's share of the headroom
+//	ARGV[5] want     the lease the node asks for (0: none); it gets at
+//	                 most its share of the headroom
 //	ARGV[6] nodes    live nodes
 //	ARGV[7] period   µs
 //	ARGV[8] limit    requests per period
@@ -22,7 +23,10 @@ package redis
 //
 // A lease is counted in Redis when granted, so the leases outstanding never
 // exceed the headroom: the nodes together cannot admit more than the limit.
-// The share is (headroom + held) / nodes, less what the node holds.
+// The share is (headroom + held) / nodes, less what the node holds; once
+// less than half the capacity is left, no more than the node asked for
+// (about twice its demand per flush), so a node that sees little of a
+// key's traffic leaves the rest of the budget to the others.
 //
 // Each returns {win, cur, prev, at, usage, reset, now, grant}, numbers as
 // "%.17g" strings (Lua numbers would be truncated to integers on the way
@@ -35,7 +39,7 @@ local d = tonumber(ARGV[1])
 local rel = tonumber(ARGV[2])
 local relwin = tonumber(ARGV[3])
 local held = tonumber(ARGV[4])
-local want = ARGV[5] == '1'
+local want = tonumber(ARGV[5])
 local nodes = math.max(tonumber(ARGV[6]), 1)
 local per = tonumber(ARGV[7])
 local lim = tonumber(ARGV[8])
@@ -44,10 +48,11 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function f(x) return string.format('%.17g', x) end
 local function ms(us) return math.ceil(us / 1000) end
-local function share(h)
+local function share(h, cap)
   if h <= 0 then return 0 end
   local g = (h + held) / nodes - held
   if g < 1 then g = math.min(h, 1) end
+  if h < cap / 2 then g = math.min(g, want) end
   return math.max(0, math.min(g, h))
 end
 `
@@ -74,9 +79,9 @@ if rel > 0 then
   elseif relwin == w - 1 then p = math.max(0, p - rel); changed = true end
 end
 local grant = 0
-if want then
+if want > 0 then
   local e = now - w * per
-  grant = share(lim - (p * (per - e) / per + c))
+  grant = share(lim - (p * (per - e) / per + c), lim)
   if grant > 0 then c = c + grant; changed = true end
 end
 if changed then
@@ -108,8 +113,8 @@ local changed = d > 0
 c = c + d
 if rel > 0 and relwin == w then c = math.max(0, c - rel); changed = true end
 local grant = 0
-if want then
-  grant = share(lim - c)
+if want > 0 then
+  grant = share(lim - c, lim)
   if grant > 0 then c = c + grant; changed = true end
 end
 if changed then
@@ -150,8 +155,8 @@ local function sum()
 end
 local u, oldest, newest = sum()
 local grant = 0
-if want then
-  grant = share(lim - u)
+if want > 0 then
+  grant = share(lim - u, lim)
   if grant > 0 then
     redis.call('ZADD', k, f(now), f(grant) .. ':g:' .. m)
     u, newest, changed = u + grant, now, true
@@ -181,8 +186,8 @@ end
 local changed = d > 0 or rel > 0
 tk = math.min(burst, tk - d + rel)
 local grant = 0
-if want then
-  grant = share(tk)
+if want > 0 then
+  grant = share(tk, burst)
   if grant > 0 then tk = tk - grant; changed = true end
 end
 if changed then
@@ -207,8 +212,8 @@ tat = math.max(tat or 0, now)
 local changed = d > 0 or rel > 0
 tat = math.max(now, tat + math.floor((d - rel) * iv + 0.5))
 local grant = 0
-if want then
-  grant = share(burst - (tat - now) / iv)
+if want > 0 then
+  grant = share(burst - (tat - now) / iv, burst)
   if grant > 0 then tat = tat + math.floor(grant * iv + 0.5); changed = true end
 end
 if changed then

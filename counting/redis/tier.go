@@ -259,9 +259,12 @@ func (f *Fleet) Flush(ctx context.Context) {
 }
 
 func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
-	n, err := f.store.Heartbeat(cctx, f.cfg.Node, f.cfg.NodeTTL)
-	cancel()
+	var n int
+	err, _ := f.bounded(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = f.store.Heartbeat(ctx, f.cfg.Node, f.cfg.NodeTTL)
+		return err
+	})
 	if err != nil {
 		f.failed(err, f.cfg.Now())
 		return false
@@ -272,6 +275,26 @@ func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
 	f.breaker.Success()
 	f.lastOK.Store(f.cfg.Now().UnixNano())
 	return true
+}
+
+// bounded runs call with a Deadline context and returns by the deadline
+// (plus a little) even if the call does not: a client stuck on a full
+// socket buffer to a blackholed server must not hold the flush loop, or the
+// breaker would never see the failures. A late call is left to finish on
+// its own; its results are not used.
+func (f *Fleet) bounded(ctx context.Context, call func(context.Context) error) (err error, inTime bool) {
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- call(cctx) }()
+	grace := time.NewTimer(f.cfg.Deadline + f.cfg.Deadline/2)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return err, true
+	case <-grace.C:
+		return context.DeadlineExceeded, false
+	}
 }
 
 func (f *Fleet) failed(err error, now time.Time) {
@@ -309,18 +332,36 @@ func isDeadline(err error) bool {
 // send applies ops[start:end] under one deadline and settles them.
 func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	ops := b.ops[start:end]
-	states := make([]State, len(ops))
-	errs := make([]error, len(ops))
+	var states []State
+	var errs []error
 	t0 := f.cfg.Now()
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
-	err := f.store.Apply(cctx, ops, states, errs)
-	cancel()
+	err, inTime := f.bounded(ctx, func(ctx context.Context) error {
+		// Fresh slices: a call that outlives the deadline writes only
+		// into these, which nobody reads then.
+		st, er := make([]State, len(ops)), make([]error, len(ops))
+		err := f.store.Apply(ctx, ops, st, er)
+		states, errs = st, er
+		return err
+	})
+	if !inTime {
+		states, errs = make([]State, len(ops)), make([]error, len(ops))
+	}
+	if err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
 	t1 := f.cfg.Now()
 	f.met.duration.Observe(t1.Sub(t0).Seconds())
 	if err != nil {
 		f.failed(err, t1)
 		for i := range ops {
 			ok := errs[i] == nil
+			if !ok && (errs[i] == nil || isDeadline(errs[i])) {
+				b.refs[start+i].unknown = true
+			}
 			b.refs[start+i].c.settle(b.refs[start+i], states[i], ok)
 		}
 		return false
@@ -355,6 +396,8 @@ type ref struct {
 	at     int64
 	rel    float64
 	relWin int64
+	// unknown: the op missed its deadline, Redis may have applied it
+	unknown bool
 }
 
 const counterShards = 64
@@ -396,9 +439,11 @@ type keyState struct {
 	fly      float64 // extra sent, not acknowledged
 	rel      float64 // lease to hand back (its window rolled, or the key idled)
 	relWin   int64
-	asked    bool  // a grant is in flight
-	used     int64 // Redis time (µs) of the last Add
-	read     int64 // used, as of the last flush
+	asked    bool    // a grant is in flight
+	grant    float64 // the last grant (0: none yet, or the budget was spent)
+	demand   float64 // event weight asked for since the last flush
+	used     int64   // Redis time (µs) of the last Add
+	read     int64   // used, as of the last flush
 }
 
 // Rule returns the rule the counter was made for.
@@ -414,8 +459,20 @@ func (c *Counter) window(s State, rnow int64) int64 {
 
 // Add counts an event of size n for key at now (unix ns, the caller's
 // clock) and judges it like counting.Table.Add, against the fleet-wide
-// count. It never waits on the network.
+// count: the rule engine's counter. It never waits on the network. While
+// Redis answers, a refused event is not counted (see doc.go); under
+// on_store_error local the window algorithms count it, as a Table does.
 func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
+	return c.add(key, n, now, false)
+}
+
+// Admit is Add for request-time limits (mitigation/throttle's Counter):
+// a refused request is never counted.
+func (c *Counter) Admit(key uint64, n float64, now int64) counting.Result {
+	return c.add(key, n, now, true)
+}
+
+func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Result {
 	f := c.f
 	healthy := f.healthy.Load()
 	if !healthy {
@@ -442,6 +499,7 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 	}
 	ks.used = rnow
+	ks.demand += n
 	c.ageLocked(ks, rnow)
 	var st State
 	if ks.have {
@@ -470,6 +528,13 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 		var consume bool
 		r, consume = c.p.judge(st, rnow, extra, n)
+		if (healthy || admit) && r.Exceeded {
+			// Refused against a fleet view in which other nodes' leases
+			// count as used: counting the refusal would spend budget
+			// those leases may hand back. In fleet mode the count is the
+			// budget admitted.
+			consume = false
+		}
 		if healthy && !r.Exceeded && ks.extra+ks.fly > 0 && ks.extra+ks.fly+n > max(1, f.cfg.ColdShare*c.p.capacity()/nodes) {
 			// No lease left, and this node's events beyond leases have
 			// used its allowance (ColdShare of the capacity, split among
@@ -565,13 +630,23 @@ func (c *Counter) collect(b *batch, nowNS int64) {
 			}
 			c.ageLocked(ks, now)
 			active := ks.used > ks.read
-			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog {
-				// Idle for a flush interval: hand the lease back.
+			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog &&
+				c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+				// Idle for a flush interval with less than half the
+				// capacity left: hand the lease back, the others may need
+				// it. With more left, keeping it costs nobody anything and
+				// spares a quiet key two scripts per request.
 				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
 				if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
 					ks.relWin = 0
 				}
 				ks.lease = 0
+			}
+			// A key still well inside its lease needs no command: it asks
+			// again when the lease is half spent (or at once, through a
+			// kick, when it is gone).
+			if active && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 {
+				continue
 			}
 			if !active && ks.extra == 0 && ks.rel == 0 {
 				if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
@@ -579,9 +654,27 @@ func (c *Counter) collect(b *batch, nowNS int64) {
 				}
 				continue
 			}
+			// Ask for twice this flush interval's demand: enough to last
+			// until the next flush at the same rate. Once less than half
+			// the capacity is left, Redis grants no more than that, and a
+			// lease above twice the ask goes back: a node that sees little
+			// of a key's traffic does not sit on budget the others need.
+			want := 0.0
+			if active {
+				want = max(1, 2*ks.demand)
+				if ks.have && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+					back := ks.lease - want
+					ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
+					if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+						ks.relWin = 0
+					}
+					ks.lease = want
+				}
+			}
+			ks.demand = 0
 			b.ops = append(b.ops, Op{
 				Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
-				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: active, Nodes: nodes,
+				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
 				Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
 			})
 			b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
@@ -632,6 +725,7 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 			}
 			ks.lease += s.Grant
 		}
+		ks.grant = s.Grant
 		return
 	}
 	if r.delta > 0 {
@@ -640,9 +734,11 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 		}
 		ks.extra += r.delta
 	}
-	if r.rel > 0 {
-		// The hand-back did not happen: the node still owns the lease,
-		// if its window is still open.
+	if r.rel > 0 && !r.unknown {
+		// The hand-back did not happen (the connection failed): the node
+		// still owns the lease, if its window is still open. After a
+		// missed deadline it may have happened: the lease is dropped,
+		// which can only under-admit.
 		ks.lease += r.rel
 		ks.leaseWin = r.relWin
 		c.ageLocked(ks, ks.used)

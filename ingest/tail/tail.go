@@ -356,26 +356,86 @@ func (t *Tailer) checkTruncated(f *file, size int64, now time.Time) {
 	}
 	t.stats.Truncations++
 	t.log.Info("tail: file truncated (copytruncate)", "path", f.path, "offset", f.off)
-	if cp := t.findCopy(f); cp != nil {
-		// Read what we had not read yet from the copy, then go on in place.
-		saved := *f
-		tmp := &file{path: f.path, f: cp, off: f.off, line: f.line, partial: f.partial, skipping: f.skipping}
-		before := len(t.lines)
-		t.read(tmp, now)
-		t.flushPartial(tmp)
-		cp.Close()
-		t.stats.Recovered += int64(len(t.lines) - before)
-		*f = saved
+	head, headLen := fingerprint(f.f, headBytes)
+	if cp, st := t.findCopy(f); cp != nil {
+		// Follow the copy from where we were, as a rotated file read
+		// before the file itself (over as many batches as it takes), then
+		// go on in place. The copy does not grow: its unfinished last line
+		// is delivered at its end.
+		t.followCopy(&file{path: f.path, f: cp, off: f.off, line: f.line, partial: f.partial, skipping: f.skipping,
+			head: f.head, headLen: f.headLen}, st, now)
+		// Copies made by later copytruncates before we looked hold lines
+		// the file had only between two of them: read them whole, oldest
+		// first.
+		for _, later := range t.laterCopies(f.path, st, head, headLen) {
+			h, n := fingerprint(later.fh, headBytes)
+			t.followCopy(&file{path: f.path, f: later.fh, head: h, headLen: n}, later.st, now)
+		}
 	}
-	f.off, f.line, f.partial, f.skipping = 0, 0, f.partial[:0], false
-	f.head, f.headLen = fingerprint(f.f, headBytes)
+	f.off, f.line, f.partial, f.skipping = 0, 0, nil, false
+	f.head, f.headLen = head, headLen
+}
+
+// followCopy adds a copytruncate copy to the files read, as a rotated file.
+func (t *Tailer) followCopy(c *file, st os.FileInfo, now time.Time) {
+	c.dev, c.ino = devIno(st)
+	c.rotated, c.copy, c.lastData = true, true, now
+	t.files = append(t.files, c)
+}
+
+type sibling struct {
+	fh *os.File
+	st os.FileInfo
+}
+
+// laterCopies returns the siblings of path modified after the copy first
+// (by inode), oldest first, that are neither first nor hold the file's
+// current head, nor compressed. Only a copytruncate writes such a file.
+func (t *Tailer) laterCopies(path string, first os.FileInfo, head uint64, headLen int) []sibling {
+	fd, fi := devIno(first)
+	cands, _ := filepath.Glob(path + "?*")
+	var out []sibling
+	for _, c := range cands {
+		switch filepath.Ext(c) {
+		case ".gz", ".bz2", ".xz", ".zst", ".lz4", ".Z":
+			continue
+		}
+		fh, err := os.Open(c)
+		if err != nil {
+			continue
+		}
+		st, err := fh.Stat()
+		keep := false
+		if err == nil && st.Mode().IsRegular() && st.Size() > 0 && !st.ModTime().Before(first.ModTime()) {
+			d, i := devIno(st)
+			h, n := fingerprint(fh, headLen)
+			keep = (d != fd || i != fi) && !t.following(d, i) && !(n == headLen && h == head)
+		}
+		if keep {
+			out = append(out, sibling{fh, st})
+		} else {
+			fh.Close()
+		}
+	}
+	slices.SortFunc(out, func(a, b sibling) int { return a.st.ModTime().Compare(b.st.ModTime()) })
+	return out
+}
+
+// following reports whether a file with this device and inode is followed.
+func (t *Tailer) following(dev, ino uint64) bool {
+	for _, f := range t.files {
+		if f.dev == dev && f.ino == ino {
+			return true
+		}
+	}
+	return false
 }
 
 // findCopy looks among the siblings of f for the copy logrotate made: a file
 // whose first bytes are f's and that is at least as long as what we read.
-func (t *Tailer) findCopy(f *file) *os.File {
+func (t *Tailer) findCopy(f *file) (*os.File, os.FileInfo) {
 	if f.headLen == 0 {
-		return nil
+		return nil, nil
 	}
 	cands, _ := filepath.Glob(f.path + "?*")
 	for _, c := range cands {
@@ -385,14 +445,16 @@ func (t *Tailer) findCopy(f *file) *os.File {
 		}
 		st, err := fh.Stat()
 		if err == nil && st.Size() >= f.off {
-			if h, n := fingerprint(fh, f.headLen); n == f.headLen && h == f.head {
-				return fh
+			if d, i := devIno(st); (d != f.dev || i != f.ino) && !t.following(d, i) {
+				if h, n := fingerprint(fh, f.headLen); n == f.headLen && h == f.head {
+					return fh, st
+				}
 			}
 		}
 		fh.Close()
 	}
 	t.log.Warn("tail: truncated file's copy not found; its unread tail is lost", "path", f.path)
-	return nil
+	return nil, nil
 }
 
 // restore opens the files of a saved position, wherever rotation moved them.
@@ -596,6 +658,9 @@ func (t *Tailer) emit(f *file, at int64, data []byte, cut bool) {
 	// moves it; that array stays as it was.
 	start := len(t.arena)
 	t.arena = append(t.arena, data...)
+	if f.copy {
+		t.stats.Recovered++
+	}
 	num := f.line + 1 // 0 when unknown
 	t.lines = append(t.lines, Line{Path: f.path, Data: t.arena[start:len(t.arena):len(t.arena)], Cut: cut, Num: num, Offset: at})
 }

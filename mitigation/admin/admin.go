@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	// StatusPage is served at GET /status without the token, like /metrics:
 	// a page for people, with counts and no addresses. nil: none.
 	StatusPage http.Handler
+	// Explain answers GET /v1/explain/{address} (token required): why the
+	// client is mitigated, or how close it is to each rule's limit. nil: 404.
+	Explain func(addr netip.Addr) any
 }
 
 // New returns the admin API's handler.
@@ -76,6 +80,16 @@ func New(cfg Config) (http.Handler, error) {
 		writeJSON(w, http.StatusOK, cfg.Store.List(cfg.Now()))
 	}))
 	mux.HandleFunc("POST /v1/mitigations", a.auth(a.add))
+	if cfg.Explain != nil {
+		mux.HandleFunc("GET /v1/explain/{addr}", a.auth(func(w http.ResponseWriter, r *http.Request) {
+			addr, err := netip.ParseAddr(r.PathValue("addr"))
+			if err != nil {
+				apiError(w, http.StatusBadRequest, "address: want an IPv4 or IPv6 address such as 203.0.113.7")
+				return
+			}
+			writeJSON(w, http.StatusOK, cfg.Explain(addr.Unmap().WithZone("")))
+		}))
+	}
 	mux.Handle("POST /v1/mitigations/bulk", a.auth((&bulk.Importer{Store: cfg.Store, Log: cfg.Logger, Now: cfg.Now}).ServeHTTP))
 	mux.HandleFunc("DELETE /v1/mitigations/{id}", a.auth(func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)

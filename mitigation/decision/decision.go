@@ -115,6 +115,7 @@ type ruleState struct {
 type scratch struct {
 	ev  characteristics.Event
 	m   rules.Matches
+	mt  rules.Matches // of the throttle rules
 	buf []byte
 	hdr []byte // a header value
 }
@@ -275,13 +276,12 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	// The rules' mitigation expressions matter only for a request whose key
 	// has a rule's mitigation: evaluated then, once. Most requests have no
 	// mitigation at all and skip them. Throttle rules need their count
-	// expressions on every request.
+	// expressions on every request: only theirs are evaluated then.
 	evaluated := false
 	var tv throttle.Verdict
 	if st.limits != nil {
-		st.set.Eval(ev, &s.m)
-		evaluated = true
-		tv, s.buf = st.limits.Decide(ev, &s.m, now, s.buf)
+		st.limits.Set().Eval(ev, &s.mt)
+		tv, s.buf = st.limits.Decide(ev, &s.mt, now, s.buf)
 	}
 	best := Decision{Allow: true}
 	var bestM mitigation.Mitigation

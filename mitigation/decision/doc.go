@@ -32,7 +32,18 @@
 //
 // Load shedding: a decide request that waited longer than Config.ShedAfter
 // in guardd (behind slow decisions on its loop) is not evaluated; it is
-// answered "shed", which /v1/respond renders as 503 with Retry-After.
+// answered "shed", which /v1/respond renders as 503 with Retry-After. The
+// shedder of package throttle does the same for the least important
+// traffic classes while the upstream is overloaded.
+//
+// Request-time limits: the rules with action throttle (package throttle)
+// are evaluated and counted on every request, and the most restrictive
+// decides. A refused request is answered 401 with a "throttle" decision,
+// which /v1/respond renders as 429 with Retry-After, RateLimit and
+// RateLimit-Policy; an allowed request that a throttle rule counted gets
+// RateLimit and RateLimit-Policy on its 204, for nginx to pass on with
+// auth_request_set and add_header ... always. A mitigation outranks a
+// throttle refusal.
 //
 // Counting: by default a decision does not count the request; counting
 // happens once, from the access log line, which carries the response status

@@ -198,3 +198,48 @@ var (
 )
 
 var benchKeys = 1_000_000
+
+// FuzzThrottleDecide: attacker-chosen request fields through throttle rules
+// (a rate, a concurrency limit keyed on a header): no panic, a refusal
+// round-trips through X-Guardd-Decision, and the RateLimit values the
+// allowed answer carries hold no byte that could break a header.
+func FuzzThrottleDecide(f *testing.F) {
+	f.Add("192.0.2.1", "/api/items", "req-1", "k1")
+	f.Add("2001:db8::1", "/api/../x?\r\n", "", "\x00")
+	f.Add("::ffff:1.2.3.4", "/api/", "id\nX-Evil: 1", "key;\"q")
+	at := now
+	h := throttleHandler(f, &at)
+	conc := strings.NewReplacer("package guardd.rules.api", "package guardd.rules.api_conc",
+		"#   period: 1m\n#   requests_per_period: 3\n", "", "#   algorithm: gcra\n", "#   concurrency: 1\n",
+		"characteristics: [ip.src]", "characteristics: [http.headers.x-api-key]").Replace(apiThrottle)
+	set, err := rules.Load(fstest.MapFS{"api.rego": {Data: []byte(apiThrottle)}, "conc.rego": {Data: []byte(conc)}}, rules.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := h.SetRules(set); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, ip, uri, id, key string) {
+		r := decideReq(ip, "GET", uri, "")
+		r.Headers = append(r.Headers, http1.Header{Name: "x-request-id", Value: id}, http1.Header{Name: "x-api-key", Value: key})
+		s := h.pool.Get().(*scratch)
+		defer h.pool.Put(s)
+		for range 3 {
+			d, _ := h.Decide(r, s, at)
+			if !d.Allow {
+				p, err := parseDecision(d.encode())
+				if err != nil || (p.action != d.Action.String() && !(d.Shed && p.action == "shed")) {
+					t.Fatalf("decision %q does not round-trip: %v", d.encode(), err)
+				}
+				continue
+			}
+			if d.Throttle.Matched {
+				for _, v := range [][]byte{d.Throttle.AppendRateLimit(nil), d.Throttle.AppendPolicy(nil)} {
+					if strings.ContainsAny(string(v), "\r\n\x00") {
+						t.Fatalf("header value %q", v)
+					}
+				}
+			}
+		}
+	})
+}

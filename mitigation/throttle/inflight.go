@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,7 @@ type inflight struct {
 	free             []*taken
 	max              int // pending requests tracked at most
 	timeouts, logged uint64
+	held             atomic.Int64 // len(pending), read without the lock
 }
 
 type slotKey struct {
@@ -59,6 +61,7 @@ func (f *inflight) acquire(id uint64, rule string, key uint64, max int32, now in
 		}
 		t.at, t.n = now, 0
 		f.pending[id] = t
+		f.held.Store(int64(len(f.pending)))
 	}
 	if t.n == maxHeld {
 		return true, c // held enough already; admitted unlimited by this one
@@ -71,6 +74,9 @@ func (f *inflight) acquire(id uint64, rule string, key uint64, max int32, now in
 
 // release gives back what request id holds; its log line has arrived.
 func (f *inflight) release(id uint64, now int64) {
+	if f.held.Load() == 0 {
+		return // most log lines, when no concurrency rule holds anything
+	}
 	f.mu.Lock()
 	if t := f.pending[id]; t != nil {
 		f.releaseLocked(id, t)
@@ -88,6 +94,7 @@ func (f *inflight) releaseLocked(id uint64, t *taken) {
 		}
 	}
 	delete(f.pending, id)
+	f.held.Store(int64(len(f.pending)))
 	if len(f.free) < 1024 {
 		f.free = append(f.free, t)
 	}

@@ -42,6 +42,13 @@ type ShedConfig struct {
 	// Recover: a level steps down only when every signal is below
 	// Recover times its threshold (hysteresis); 0 means 0.8.
 	Recover float64
+	// Adaptive makes the in-flight threshold a limit learned by AIMD, as
+	// Netflix's concurrency-limits does: it starts at InFlight, grows by one
+	// each interval the upstream is fast (latency under Recover times
+	// Latency, errors under ErrorRate) while the requests in flight use at
+	// least half of it, and shrinks by a tenth each interval it is slow, in
+	// [1, 10 x InFlight]. It needs InFlight and Latency.
+	Adaptive bool
 }
 
 // ShedClass is one traffic class: the requests that the count expression of
@@ -67,6 +74,9 @@ func (c *ShedConfig) withDefaults() (ShedConfig, error) {
 	}
 	if s.Latency < 0 || s.ErrorRate < 0 || s.ErrorRate > 1 || s.InFlight < 0 || s.Interval < 0 || s.Hold < 0 || s.Recover < 0 || s.Recover >= 1 {
 		return s, errors.New("throttle: shedding: latency, in_flight, interval and hold must be >= 0, error_rate in [0, 1], recover in [0, 1)")
+	}
+	if s.Adaptive && (s.InFlight == 0 || s.Latency == 0) {
+		return s, errors.New("throttle: shedding: adaptive needs in_flight (the starting limit) and latency (the target)")
 	}
 	if s.Latency == 0 && s.ErrorRate == 0 && s.InFlight == 0 {
 		return s, errors.New("throttle: shedding: no capacity signal; set latency, error_rate or in_flight")
@@ -96,12 +106,14 @@ type shedder struct {
 	cfg   ShedConfig
 	level atomic.Int32
 
+	// This interval's log lines, their request times in microseconds and
+	// their 5xx: updated by every line, on the pipeline's workers.
+	n, sumUS, errs atomic.Int64
+
 	mu      sync.Mutex
-	n       int     // log lines this interval
-	sum     float64 // their request times, seconds
-	errs    int     // their 5xx
-	changed int64   // when level last changed
+	changed int64 // when level last changed
 	last    signals
+	limit   atomic.Int64 // the in-flight threshold; adaptive with Adaptive
 }
 
 type signals struct {
@@ -111,15 +123,13 @@ type signals struct {
 }
 
 func (s *shedder) observe(status int, requestTime float64) {
-	s.mu.Lock()
-	s.n++
-	if requestTime > 0 && !math.IsInf(requestTime, 0) {
-		s.sum += requestTime
+	s.n.Add(1)
+	if requestTime > 0 && requestTime < 1e6 {
+		s.sumUS.Add(int64(requestTime * 1e6))
 	}
 	if status >= 500 && status <= 599 {
-		s.errs++
+		s.errs.Add(1)
 	}
-	s.mu.Unlock()
 }
 
 // step closes the interval at now and moves the level: up one class when a
@@ -129,11 +139,11 @@ func (s *shedder) step(now int64, inFlight int) (level int, sig signals, moved b
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sig = signals{latency: math.NaN(), inFlight: inFlight}
-	if s.n > 0 {
-		sig.latency = s.sum / float64(s.n)
-		sig.errorRate = float64(s.errs) / float64(s.n)
+	n, sum, errs := s.n.Swap(0), s.sumUS.Swap(0), s.errs.Swap(0)
+	if n > 0 {
+		sig.latency = float64(sum) / 1e6 / float64(n)
+		sig.errorRate = float64(errs) / float64(n)
 	}
-	s.n, s.sum, s.errs = 0, 0, 0
 	s.last = sig
 	c := &s.cfg
 	over, calm := false, true
@@ -150,7 +160,15 @@ func (s *shedder) step(now int64, inFlight int) (level int, sig signals, moved b
 	}
 	check(sig.latency, c.Latency.Seconds())
 	check(sig.errorRate, c.ErrorRate)
-	check(float64(sig.inFlight), float64(c.InFlight))
+	limit := s.limit.Load()
+	if limit == 0 {
+		limit = int64(c.InFlight)
+	}
+	if c.Adaptive {
+		limit = s.adapt(limit, sig)
+		s.limit.Store(limit)
+	}
+	check(float64(sig.inFlight), float64(limit))
 	level = int(s.level.Load())
 	switch {
 	case over && level < len(c.Classes)-1:
@@ -163,6 +181,23 @@ func (s *shedder) step(now int64, inFlight int) (level int, sig signals, moved b
 	s.level.Store(int32(level))
 	s.changed = now
 	return level, sig, true
+}
+
+// adapt is one AIMD step of the in-flight limit.
+func (s *shedder) adapt(limit int64, sig signals) int64 {
+	c := &s.cfg
+	if math.IsNaN(sig.latency) {
+		return limit // no answers this interval: nothing learned
+	}
+	slow := sig.latency > c.Latency.Seconds() || (c.ErrorRate > 0 && sig.errorRate > c.ErrorRate)
+	fast := sig.latency < c.Recover*c.Latency.Seconds() && (c.ErrorRate == 0 || sig.errorRate < c.Recover*c.ErrorRate)
+	switch {
+	case slow:
+		limit = max(1, limit*9/10)
+	case fast && int64(sig.inFlight)*2 >= limit:
+		limit = min(10*int64(c.InFlight), limit+1)
+	}
+	return limit
 }
 
 // shed reports whether a request of class index c is shed now.

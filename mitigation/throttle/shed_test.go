@@ -3,6 +3,7 @@ package throttle
 import (
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,5 +152,73 @@ count if startswith(input.http.path, %[2]q)
 	}
 	if v := r.decide(rs, "192.0.2.1", "/search", at); v.Retry != 5*time.Second {
 		t.Errorf("shed retry %v, want the hold", v.Retry)
+	}
+}
+
+// TestConcurrentUse runs Decide, Observe, Step and Build at once; run it
+// with -race.
+func TestConcurrentUse(t *testing.T) {
+	l, _ := New(Config{Shedding: ShedConfig{Classes: []ShedClass{{Name: "a", Rules: []string{"api"}}, {Name: "b"}}, Latency: time.Millisecond}})
+	set := load(t, rule("api", "gcra", 5, ""), concurrencyRule("api_conc", 2))
+	rs, _ := l.Build(set)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			var r req
+			for i := range 500 {
+				id := fmt.Sprintf("%d-%d", g, i)
+				r.decideID(rs, fmt.Sprintf("192.0.2.%d", i%7), "/api/x", id, t0)
+				l.Observe(logLine(id, 200+300*(i%2), 0.01, t0))
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 50 {
+			l.Step(t0.Add(time.Duration(i) * time.Second))
+			l.Build(set)
+		}
+	})
+	wg.Wait()
+}
+
+// TestAdaptiveLimit: AIMD grows the in-flight limit by one per fast
+// interval while it is used, cuts a tenth per slow one, and sheds when the
+// requests in flight pass it.
+func TestAdaptiveLimit(t *testing.T) {
+	s := &shedder{}
+	s.cfg, _ = (&ShedConfig{Classes: []ShedClass{{Name: "a"}, {Name: "b"}}, InFlight: 20, Latency: 100 * time.Millisecond, Adaptive: true}).withDefaults()
+	at := int64(0)
+	step := func(latency float64, inFlight int) int64 {
+		s.observe(200, latency)
+		at += int64(time.Second)
+		s.step(at, inFlight)
+		return s.limit.Load()
+	}
+	if l := step(0.01, 5); l != 20 {
+		t.Fatalf("fast but unused: limit %d, want 20", l)
+	}
+	if l := step(0.01, 15); l != 21 {
+		t.Fatalf("fast and used: limit %d, want 21", l)
+	}
+	if l := step(0.5, 15); l != 18 {
+		t.Fatalf("slow: limit %d, want 18", l)
+	}
+	if s.level.Load() != 1 {
+		t.Fatal("slow: not shedding")
+	}
+	for range 40 {
+		step(0.5, 15)
+	}
+	if l := s.limit.Load(); l != 1 {
+		t.Fatalf("slow for long: limit %d, want 1", l)
+	}
+	for range 300 {
+		step(0.01, 1000)
+	}
+	if l := s.limit.Load(); l != 200 {
+		t.Fatalf("fast for long: limit %d, want the cap 200", l)
+	}
+	if _, err := (&ShedConfig{Classes: []ShedClass{{Name: "a"}, {Name: "b"}}, Latency: time.Second, Adaptive: true}).withDefaults(); err == nil {
+		t.Error("adaptive without in_flight accepted")
 	}
 }

@@ -203,11 +203,23 @@ type limitRule struct {
 func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rs := &Rules{set: set, lim: l}
+	rs := &Rules{lim: l}
 	if set == nil {
 		l.last = rs
 		return rs, nil
 	}
+	// Only the throttle rules and the shedding classes' rules are
+	// evaluated on every request: a set of their own.
+	classRule := map[string]bool{}
+	if l.shed != nil {
+		for _, c := range l.shed.cfg.Classes {
+			for _, name := range c.Rules {
+				classRule[name] = true
+			}
+		}
+	}
+	set = set.Select(func(r *rules.Rule) bool { return r.Action == mitigation.ActionThrottle || classRule[r.Name] })
+	rs.set = set
 	if l.shed != nil {
 		index := map[string]int{}
 		for i, r := range set.Rules() {
@@ -280,8 +292,8 @@ func (rs *Rules) find(name string) *limitRule {
 	return nil
 }
 
-// Set is the rule set rs was built from: the Matches handed to Decide must
-// come from its Eval.
+// Set is the rules Decide needs, selected from the set rs was built from:
+// the Matches handed to Decide must come from its Eval.
 func (rs *Rules) Set() *rules.Set { return rs.set }
 
 // Len is the number of throttle rules.
@@ -542,6 +554,16 @@ func newMetrics(reg prometheus.Registerer, l *Limiter) (*metrics, error) {
 			func() float64 { return float64(l.inflight.stats().total) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_throttle_in_flight_timeouts_total", Help: "Requests in flight released by the timeout, their log line never matched."},
 			func() float64 { return float64(l.inflight.stats().timeouts) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_throttle_shed_in_flight_limit", Help: "The shedder's in-flight threshold (learned by AIMD with shedding.adaptive)."},
+			func() float64 {
+				if l.shed == nil {
+					return 0
+				}
+				if v := l.shed.limit.Load(); v > 0 {
+					return float64(v)
+				}
+				return float64(l.shed.cfg.InFlight)
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_throttle_shed_level", Help: "How many of the least important traffic classes are being shed."},
 			func() float64 {
 				if l.shed == nil {

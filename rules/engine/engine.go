@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
@@ -126,6 +127,33 @@ type Counted struct {
 // Set it before the first Apply; nil stops it.
 func (e *Engine) SetOnCount(f func(Counted)) { e.onCount = f }
 
+// Key computes rule i's key for ev as Prepare does, appending the values to
+// buf; ok is false when ev lacks one of the rule's characteristics.
+func (e *Engine) Key(i int, ev *characteristics.Event, buf []byte) (key uint64, values []byte, ok bool) {
+	off := len(buf)
+	for _, c := range e.rules[i].Characteristics {
+		if !c.Present(ev) {
+			return 0, buf[:off], false
+		}
+		buf = c.AppendValue(buf, ev)
+		buf = append(buf, 0xff)
+	}
+	return counting.Hash(buf[off:]), buf, true
+}
+
+// Peek returns rule i's counter state for key at t without counting
+// anything; ok is false when the counter cannot tell (a fleet-wide or
+// multi-window counter). Safe beside Apply.
+func (e *Engine) Peek(i int, key uint64, t time.Time) (res counting.Result, ok bool) {
+	p, ok := e.counters[i].(interface {
+		Peek(key uint64, now int64) counting.Result
+	})
+	if !ok {
+		return counting.Result{}, false
+	}
+	return p.Peek(key, t.UnixNano()), true
+}
+
 // ScopeOf turns the Values of a Counted of rule r into its scope.
 func ScopeOf(r *rules.Rule, values []byte) []characteristics.Field { return scope(r, values) }
 
@@ -158,6 +186,14 @@ func (m *Matches) Reset() { m.Items, m.Keys = m.Items[:0], m.Keys[:0] }
 func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	e.set.Eval(ev, &m.eval)
 	n0 := len(m.Items)
+	// Rules keyed alike (most on ip.src) share one formatted key and hash
+	// per event.
+	var prev [4]struct {
+		chars    []characteristics.Characteristic
+		off, len uint32
+		hash     uint64
+	}
+	nprev := 0
 	for i, r := range e.rules {
 		if r.Action == mitigation.ActionThrottle {
 			continue // counted and decided per request by the decision API
@@ -168,7 +204,17 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		}
 		off := len(m.Keys)
 		ok := true
+		shared := -1
+		for j := range nprev {
+			if slices.Equal(prev[j].chars, r.Characteristics) {
+				shared = j
+				break
+			}
+		}
 		for _, c := range r.Characteristics {
+			if shared >= 0 {
+				break
+			}
 			if !c.Present(ev) {
 				ok = false
 				break
@@ -205,10 +251,21 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 				n = 0
 			}
 		}
-		key := m.Keys[off:]
+		var keyOff, keyLen uint32
+		var hash uint64
+		if shared >= 0 {
+			keyOff, keyLen, hash = prev[shared].off, prev[shared].len, prev[shared].hash
+		} else {
+			key := m.Keys[off:]
+			keyOff, keyLen, hash = uint32(off), uint32(len(key)), counting.Hash(key)
+			if nprev < len(prev) {
+				prev[nprev].chars, prev[nprev].off, prev[nprev].len, prev[nprev].hash = r.Characteristics, keyOff, keyLen, hash
+				nprev++
+			}
+		}
 		m.Items = append(m.Items, Match{
 			Rule: int32(i), Count: cnt, Mitigate: mit, N: n, Value: value,
-			Key: counting.Hash(key), KeyOff: uint32(off), KeyLen: uint32(len(key)),
+			Key: hash, KeyOff: keyOff, KeyLen: keyLen,
 		})
 	}
 	return len(m.Items) - n0

@@ -188,3 +188,27 @@ func TestOnCount(t *testing.T) {
 		t.Errorf("OnCount saw %v, want %v", got, want)
 	}
 }
+
+func TestKeyAndPeek(t *testing.T) {
+	e := newEngine(t, loginRule)
+	feed(t, e, []req{
+		{at: 0, ip: "203.0.113.7", method: "POST", path: "/login", status: 401},
+		{at: time.Second, ip: "203.0.113.7", method: "POST", path: "/login", status: 401},
+	})
+	ev := characteristics.Event{IP: netip.MustParseAddr("203.0.113.7")}
+	key, vals, ok := e.Key(0, &ev, nil)
+	if !ok || string(vals) != "203.0.113.7\xff" {
+		t.Fatalf("Key = %x %q %v", key, vals, ok)
+	}
+	res, ok := e.Peek(0, key, t0.Add(2*time.Second))
+	if !ok || res.Count != 2 || res.Exceeded {
+		t.Errorf("Peek = %+v %v, want a count of 2", res, ok)
+	}
+	// Peeking counts nothing.
+	if res, _ := e.Peek(0, key, t0.Add(2*time.Second)); res.Count != 2 {
+		t.Errorf("second Peek = %+v", res)
+	}
+	if _, _, ok := e.Key(0, &characteristics.Event{}, nil); ok {
+		t.Error("an event without an address has a key")
+	}
+}

@@ -1,0 +1,43 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/counting"
+)
+
+// BenchmarkAdd is the cost of a decision with fleet mode on: a key inside
+// its lease, no network. BenchmarkTableAdd is the same with fleet mode off.
+func BenchmarkAdd(b *testing.B) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, err := New(Config{Node: "a", Now: func() time.Time { return clock }}, st, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := f.Counter(Rule{Name: "r", Limit: counting.Limit{Period: time.Minute, Requests: 1e12}})
+	const keys = 1 << 16
+	now := clock.UnixNano()
+	for k := range uint64(keys) {
+		c.Add(k, 1, now)
+	}
+	f.Flush(b.Context()) // grants
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		c.Add(i&(keys-1)*0x9e3779b97f4a7c15, 1, now)
+		i++
+	}
+}
+
+func BenchmarkTableAdd(b *testing.B) {
+	t, _ := counting.NewTable(counting.Config{Limit: counting.Limit{Period: time.Minute, Requests: 1e12}})
+	now := t0.UnixNano()
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		t.Add(i&(1<<16-1)*0x9e3779b97f4a7c15, 1, now)
+		i++
+	}
+}
