@@ -19,6 +19,7 @@ type statusJSON struct {
 	CounterKeys int            `json:"counter_keys"`
 	Tail        any            `json:"tail"`
 	LastEvent   string         `json:"last_event"`
+	Fleet       *fleetStatus   `json:"fleet,omitempty"`
 }
 
 func (d *daemon) status() any {
@@ -35,6 +36,7 @@ func (d *daemon) status() any {
 		st.ByAction[m.Action.String()]++
 	}
 	st.CounterKeys, _ = p.Engine().Keys()
+	st.Fleet = d.fleet.status()
 	if t := d.lastEvent.Load(); t != 0 {
 		st.LastEvent = time.Unix(0, t).UTC().Format(time.RFC3339Nano)
 	}

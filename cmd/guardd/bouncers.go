@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -75,6 +79,10 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "guardd bouncers add: %v\n", err)
 			return 1
 		}
+		if err := ownLikeDir(path); err != nil {
+			fmt.Fprintf(stderr, "guardd bouncers add: %v\n", err)
+			return 1
+		}
 		fmt.Fprintln(stdout, key)
 		fmt.Fprintf(stderr, "API key for bouncer %q above: it is shown only now (%s keeps its hash).\n", pos[0], path)
 	case "delete":
@@ -85,6 +93,10 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 		}
 		if !ok {
 			fmt.Fprintf(stderr, "guardd bouncers delete: no bouncer named %q in %s\n", pos[0], path)
+			return 1
+		}
+		if err := ownLikeDir(path); err != nil {
+			fmt.Fprintf(stderr, "guardd bouncers delete: %v\n", err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "deleted bouncer %q\n", pos[0])
@@ -102,4 +114,27 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 		tw.Flush()
 	}
 	return 0
+}
+
+// ownLikeDir gives the key file (and its lock) the owner of the directory
+// it is in when root wrote it: `sudo guardd bouncers add` must leave a file
+// the daemon, running as the guardd user, can read.
+func ownLikeDir(path string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	st, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Uid == 0 {
+		return nil
+	}
+	for _, p := range []string{path, path + ".lock"} {
+		if err := os.Chown(p, int(sys.Uid), int(sys.Gid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("giving %s to the owner of its directory: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/guardd/guardd/mitigation"
@@ -81,5 +82,32 @@ func TestBouncersCommand(t *testing.T) {
 	}
 	if _, out, _ := run("list", "--key-file", keyFile); strings.Contains(out, "fw-1") || !strings.Contains(out, "nginx") {
 		t.Errorf("list after delete: %q", out)
+	}
+}
+
+// TestBouncersAddAsRootKeepsOwner: `sudo guardd bouncers add` leaves the key
+// file to the owner of the state directory (the guardd user), who runs the
+// daemon that reads it.
+func TestBouncersAddAsRootKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to write as root and chown")
+	}
+	dir := t.TempDir()
+	if err := os.Chown(dir, 4242, 4343); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "crowdsec-bouncers.json")
+	var out, errb bytes.Buffer
+	if rc := runBouncers([]string{"add", "--key-file", path, "fw-edge1"}, &out, &errb); rc != 0 {
+		t.Fatalf("bouncers add: %d %s", rc, errb.String())
+	}
+	for _, p := range []string{path, path + ".lock"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue // no lock file is fine
+		}
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 4242 || sys.Gid != 4343 {
+			t.Errorf("%s is owned by %d:%d, want the directory's 4242:4343", p, sys.Uid, sys.Gid)
+		}
 	}
 }

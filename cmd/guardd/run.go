@@ -89,6 +89,7 @@ type daemon struct {
 	store   *mitigation.Store
 	dec     *decision.Handler
 	limits  *throttle.Limiter // request-time limits: in flight, shedding
+	fleet   *fleetParts       // nil without fleet mode
 	decSrv  *http1.Server
 	admin   http.Handler
 	tailer  *tail.Tailer
@@ -146,8 +147,12 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		if d.pipes != nil {
 			d.pipes.Close()
 		}
+		d.fleet.close()
 		d.store.Close()
 		return nil, err
+	}
+	if d.fleet, err = newFleet(cfg, d.store, reg, logger); err != nil {
+		return fail(err)
 	}
 	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg})
 	if err != nil {
@@ -163,7 +168,11 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		}
 		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: logger}
 	}
-	d.limits, err = throttle.New(throttle.Config{Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
+	var fleetCounter throttle.NewCounter
+	if d.fleet != nil {
+		fleetCounter = d.fleet.newCounter
+	}
+	d.limits, err = throttle.New(throttle.Config{NewCounter: fleetCounter, Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
 		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: reg, Logger: logger})
 	if err != nil {
 		return fail(err)
@@ -266,6 +275,9 @@ func (d *daemon) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
 	g.Go(func() error { return d.limits.Run(ctx) })
+	if d.fleet != nil {
+		d.fleet.run(ctx, g)
+	}
 	g.Go(func() error {
 		defer d.decisionLn.Close()
 		return d.decSrv.Serve(ctx, d.decisionLn)
@@ -280,6 +292,7 @@ func (d *daemon) Run(ctx context.Context) error {
 		g.Go(func() error { return d.sniff(ctx, ifc) })
 	}
 	err = g.Wait()
+	d.fleet.close()
 	if cerr := d.store.Close(); err == nil {
 		err = cerr
 	}

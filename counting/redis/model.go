@@ -38,7 +38,7 @@ type Rule struct {
 	Name  string
 	Limit counting.Limit
 	// Burst is the capacity of token_bucket and gcra; 0 means
-	// Limit.Requests. Ignored by the window algorithms.
+	// Limit.Burst, or else Limit.Requests. Ignored by the window algorithms.
 	Burst float64
 	// OnError is what the rule's requests get while Redis is unreachable
 	// or slower than its deadline.
@@ -114,6 +114,9 @@ func newParams(r Rule) (params, error) {
 		return params{}, fmt.Errorf("counting/redis: rule without a name")
 	}
 	p := params{alg: l.Algorithm, period: l.Period.Microseconds(), limit: l.Requests, burst: r.Burst}
+	if p.burst == 0 {
+		p.burst = l.Burst
+	}
 	if p.burst == 0 {
 		p.burst = l.Requests
 	}

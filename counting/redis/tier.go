@@ -259,9 +259,12 @@ func (f *Fleet) Flush(ctx context.Context) {
 }
 
 func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
-	n, err := f.store.Heartbeat(cctx, f.cfg.Node, f.cfg.NodeTTL)
-	cancel()
+	var n int
+	err, _ := f.bounded(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = f.store.Heartbeat(ctx, f.cfg.Node, f.cfg.NodeTTL)
+		return err
+	})
 	if err != nil {
 		f.failed(err, f.cfg.Now())
 		return false
@@ -272,6 +275,26 @@ func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
 	f.breaker.Success()
 	f.lastOK.Store(f.cfg.Now().UnixNano())
 	return true
+}
+
+// bounded runs call with a Deadline context and returns by the deadline
+// (plus a little) even if the call does not: a client stuck on a full
+// socket buffer to a blackholed server must not hold the flush loop, or the
+// breaker would never see the failures. A late call is left to finish on
+// its own; its results are not used.
+func (f *Fleet) bounded(ctx context.Context, call func(context.Context) error) (err error, inTime bool) {
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- call(cctx) }()
+	grace := time.NewTimer(f.cfg.Deadline + f.cfg.Deadline/2)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return err, true
+	case <-grace.C:
+		return context.DeadlineExceeded, false
+	}
 }
 
 func (f *Fleet) failed(err error, now time.Time) {
@@ -309,12 +332,27 @@ func isDeadline(err error) bool {
 // send applies ops[start:end] under one deadline and settles them.
 func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	ops := b.ops[start:end]
-	states := make([]State, len(ops))
-	errs := make([]error, len(ops))
+	var states []State
+	var errs []error
 	t0 := f.cfg.Now()
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Deadline)
-	err := f.store.Apply(cctx, ops, states, errs)
-	cancel()
+	err, inTime := f.bounded(ctx, func(ctx context.Context) error {
+		// Fresh slices: a call that outlives the deadline writes only
+		// into these, which nobody reads then.
+		st, er := make([]State, len(ops)), make([]error, len(ops))
+		err := f.store.Apply(ctx, ops, st, er)
+		states, errs = st, er
+		return err
+	})
+	if !inTime {
+		states, errs = make([]State, len(ops)), make([]error, len(ops))
+	}
+	if err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
 	t1 := f.cfg.Now()
 	f.met.duration.Observe(t1.Sub(t0).Seconds())
 	if err != nil {
@@ -421,8 +459,20 @@ func (c *Counter) window(s State, rnow int64) int64 {
 
 // Add counts an event of size n for key at now (unix ns, the caller's
 // clock) and judges it like counting.Table.Add, against the fleet-wide
-// count. It never waits on the network.
+// count: the rule engine's counter. It never waits on the network. While
+// Redis answers, a refused event is not counted (see doc.go); under
+// on_store_error local the window algorithms count it, as a Table does.
 func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
+	return c.add(key, n, now, false)
+}
+
+// Admit is Add for request-time limits (mitigation/throttle's Counter):
+// a refused request is never counted.
+func (c *Counter) Admit(key uint64, n float64, now int64) counting.Result {
+	return c.add(key, n, now, true)
+}
+
+func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Result {
 	f := c.f
 	healthy := f.healthy.Load()
 	if !healthy {
@@ -478,7 +528,7 @@ func (c *Counter) Add(key uint64, n float64, now int64) counting.Result {
 		}
 		var consume bool
 		r, consume = c.p.judge(st, rnow, extra, n)
-		if healthy && r.Exceeded {
+		if (healthy || admit) && r.Exceeded {
 			// Refused against a fleet view in which other nodes' leases
 			// count as used: counting the refusal would spend budget
 			// those leases may hand back. In fleet mode the count is the
@@ -580,8 +630,12 @@ func (c *Counter) collect(b *batch, nowNS int64) {
 			}
 			c.ageLocked(ks, now)
 			active := ks.used > ks.read
-			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog {
-				// Idle for a flush interval: hand the lease back.
+			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog &&
+				c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+				// Idle for a flush interval with less than half the
+				// capacity left: hand the lease back, the others may need
+				// it. With more left, keeping it costs nobody anything and
+				// spares a quiet key two scripts per request.
 				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
 				if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
 					ks.relWin = 0

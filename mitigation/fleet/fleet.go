@@ -239,7 +239,7 @@ func (s *Sync) flush(ctx context.Context) {
 		cancel()
 		if err != nil {
 			s.met.errors.WithLabelValues("publish").Inc()
-			s.log.Debug("mitigation/fleet: publish", "err", err)
+			s.log.Warn("mitigation/fleet: publish", "err", err)
 			return
 		}
 		s.met.published.WithLabelValues(opName(op.del)).Inc()

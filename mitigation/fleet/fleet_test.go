@@ -91,7 +91,7 @@ func startNode(t *testing.T, name string, conn Conn) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Node: name, Block: 50 * time.Millisecond}, st, conn, prometheus.NewRegistry(), nil)
+	s, err := New(Config{Node: name}, st, conn, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

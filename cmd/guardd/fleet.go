@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/counting/redis"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/fleet"
+	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/rules"
+)
+
+// fleetParts are the daemon's fleet-mode components (docs/fleet.md): the
+// Redis connection, the fleet-wide counters of request-time limits, and
+// mitigation propagation. nil without a fleet section.
+type fleetParts struct {
+	conn     *redis.Conn
+	counters *redis.Fleet
+	sync     *fleet.Sync
+}
+
+func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Registerer, log *slog.Logger) (*fleetParts, error) {
+	if cfg.Fleet == nil {
+		return nil, nil
+	}
+	opt, err := cfg.Fleet.Options()
+	if err != nil {
+		return nil, err
+	}
+	node, err := cfg.Fleet.NodeName()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := redis.NewConn(opt)
+	if err != nil {
+		return nil, err
+	}
+	counters, err := redis.New(redis.Config{Node: node}, conn, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	sync, err := fleet.New(fleet.Config{Node: node}, store, conn, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("fleet mode", "node", node, "redis", opt.Addresses, "mode", opt.Mode.String())
+	return &fleetParts{conn: conn, counters: counters, sync: sync}, nil
+}
+
+// newCounter is throttle.Config.NewCounter: each request-time rule counts
+// fleet-wide.
+func (f *fleetParts) newCounter(r *rules.Rule, lim counting.Limit) (throttle.Counter, error) {
+	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim})
+}
+
+func (f *fleetParts) run(ctx context.Context, g *errgroup.Group) {
+	g.Go(func() error { return f.counters.Run(ctx) })
+	g.Go(func() error { return f.sync.Run(ctx) })
+}
+
+func (f *fleetParts) close() {
+	if f != nil {
+		f.conn.Close()
+	}
+}
+
+// fleetStatus is what guardd status shows of the fleet.
+type fleetStatus struct {
+	Counting redis.Status `json:"counting"`
+	Sync     fleet.Status `json:"mitigations"`
+}
+
+func (f *fleetParts) status() *fleetStatus {
+	if f == nil {
+		return nil
+	}
+	return &fleetStatus{Counting: f.counters.Status(), Sync: f.sync.Status()}
+}

@@ -1,0 +1,50 @@
+//go:build integration
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/counting/redis/redistest"
+	"github.com/guardd/guardd/mitigation"
+)
+
+// TestDaemonFleet: two daemons with a fleet section on one real
+// redis-server. A mitigation made on one is enforced by the other's
+// decision API, and guardd status shows the fleet.
+func TestDaemonFleet(t *testing.T) {
+	srv := redistest.Start(t, 0)
+	var ds []*testDaemon
+	for _, node := range []string{"edge-1", "edge-2"} {
+		dir := t.TempDir()
+		writeTestConfig(t, dir, fmt.Sprintf("fleet:\n  node: %s\n  redis:\n    addresses: [%q]\n", node, srv.Addr))
+		td := startDaemon(t, dir)
+		defer td.stop(t)
+		ds = append(ds, td)
+	}
+	for _, td := range ds {
+		td.waitFor(t, "the fleet's active set loaded", func() bool {
+			st := td.d.status().(statusJSON)
+			return st.Fleet != nil && st.Fleet.Sync.Loaded && st.Fleet.Counting.LiveNodes == 2
+		})
+	}
+	if code, _ := ds[1].decide(t, "203.0.113.77", "/"); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("edge-2 answers %d before any mitigation", code)
+	}
+	now := time.Now()
+	if _, _, err := ds[0].d.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionBlock, Origin: "manual",
+		Scope: mitigation.Scope{{Name: "ip.src", Value: "203.0.113.77"}}, Expires: now.Add(time.Hour)}, now); err != nil {
+		t.Fatal(err)
+	}
+	code0, dec0 := ds[0].decide(t, "203.0.113.77", "/")
+	if code0 == http.StatusNoContent || code0 == http.StatusOK {
+		t.Fatalf("edge-1 does not enforce its own mitigation: %d %s", code0, dec0)
+	}
+	ds[1].waitFor(t, "edge-2 to answer as edge-1 does ("+dec0+")", func() bool {
+		code, dec := ds[1].decide(t, "203.0.113.77", "/")
+		return code == code0 && dec == dec0
+	})
+}
