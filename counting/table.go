@@ -266,6 +266,26 @@ func (t *Table) growLocked(s *shard) {
 	}
 }
 
+// Forget drops key's count, as if it had never been seen; it reports whether
+// the key was held. An operator who deletes a rule's mitigation uses it so
+// that the rule trips again only when the client goes over the limit anew.
+func (t *Table) Forget(key uint64) bool {
+	if key == 0 {
+		key = zeroKey
+	}
+	s := t.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots == nil {
+		return false
+	}
+	i, found := t.findLocked(s, key)
+	if found {
+		t.deleteLocked(s, i)
+	}
+	return found
+}
+
 // deleteLocked empties slot i, shifting back the entries of its probe run.
 func (t *Table) deleteLocked(s *shard, i int) {
 	t.resetLocked(s, &s.slots[i])

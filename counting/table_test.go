@@ -327,3 +327,34 @@ func TestAddAllocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestForget(t *testing.T) {
+	for _, alg := range allAlgorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			tab, err := NewTable(Config{Limit: Limit{Algorithm: alg, Period: time.Minute, Requests: 3}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Keys that share a probe run stay findable after one is forgotten.
+			for k := uint64(1); k <= 50; k++ {
+				for range 5 {
+					tab.Add(k, 1, t0)
+				}
+			}
+			if !tab.Forget(7) || tab.Forget(7) || tab.Len() != 49 {
+				t.Fatalf("Forget: Len %d", tab.Len())
+			}
+			if r := tab.Peek(7, t0); r.Count != 0 || r.Exceeded {
+				t.Errorf("forgotten key reads %+v", r)
+			}
+			for k := uint64(1); k <= 50; k++ {
+				if r := tab.Peek(k, t0); k != 7 && !r.Exceeded {
+					t.Errorf("key %d lost its count: %+v", k, r)
+				}
+			}
+			if r := tab.Add(7, 1, t0); r.Exceeded {
+				t.Errorf("a forgotten key starts over: %+v", r)
+			}
+		})
+	}
+}

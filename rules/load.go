@@ -32,6 +32,8 @@ import (
 var (
 	Actions    = mitigation.Names()
 	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
+	// OnStoreErrors are the values of on_store_error (docs/fleet.md).
+	OnStoreErrors = []string{"open", "closed", "local"}
 )
 
 // Defaults for optional metadata keys.
@@ -45,7 +47,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows", "burst", "shadow", "retry_jitter", "concurrency"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -79,6 +81,10 @@ type Rule struct {
 	// RetryJitter (action throttle): a refused request's Retry-After gets a
 	// random extra in [0, RetryJitter], to spread the retries.
 	RetryJitter time.Duration
+	// OnStoreError (fleet mode) is what a request the rule counts gets while
+	// Redis is unreachable or slower than its deadline: open, closed or
+	// local (the default; DESIGN.md "Fleet mode").
+	OnStoreError string
 
 	// Native reports that both expressions compiled to native predicates;
 	// otherwise the rule is evaluated by OPA on every event.
@@ -403,6 +409,7 @@ func parseRule(errs *errorList, src *source) *Rule {
 		r.Action, _ = mitigation.ParseAction(a)
 	}
 	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
+	r.OnStoreError = meta.choice(custom, "on_store_error", "local", OnStoreErrors)
 	r.Score = meta.score(custom)
 	r.Distinct = meta.distinct(custom, r)
 	mitigateLine := 0

@@ -94,7 +94,7 @@ func outputsOf(cfg *config.Config) []string {
 		out = append(out, "nginx geo file")
 	}
 	if pc, ok := cfg.NFTables(); ok {
-		out = append(out, fmt.Sprintf("nftables table %v", pc.Table))
+		out = append(out, "nftables table "+or(pc.Table, "guardd"))
 	}
 	return out
 }

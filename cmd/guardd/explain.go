@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -186,4 +187,29 @@ func toScope(fs []characteristics.Field) mitigation.Scope {
 		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
 	}
 	return sc
+}
+
+// deleted resets the count of the rule that made m for m's key, when an
+// operator deletes m: the rule trips again only if the client goes over the
+// limit anew, and the log says so.
+func (d *daemon) deleted(m mitigation.Mitigation) {
+	if m.Origin != "rule" {
+		return
+	}
+	eng := d.pipes.Load().Engine()
+	for i, rl := range eng.Rules() {
+		if rl.Name != m.Rule || len(rl.Characteristics) != len(m.Scope) {
+			continue
+		}
+		var vals []byte
+		for _, p := range m.Scope {
+			vals = append(append(vals, p.Value...), 0xff)
+		}
+		if eng.Forget(i, counting.Hash(vals)) {
+			d.log.Info("rule count reset for a deleted mitigation: it trips again only over the limit anew", "rule", m.Rule, "scope", m.Scope.String())
+		} else {
+			d.log.Warn("deleted mitigation's rule keeps its count (fleet-wide or multi-window counter): it may trip again at once", "rule", m.Rule, "scope", m.Scope.String())
+		}
+		return
+	}
 }

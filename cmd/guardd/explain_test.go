@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -51,5 +52,42 @@ func TestExplain(t *testing.T) {
 	var errb bytes.Buffer
 	if rc := runExplain(append([]string{"not-an-ip"}, clientArgs(td)...), &bytes.Buffer{}, &errb); rc != 2 {
 		t.Errorf("bad address: exit %d", rc)
+	}
+}
+
+// TestDeletedRuleMitigationStaysDeleted: an operator deletes a mitigation a
+// rule made; the client's next counted request does not bring it straight
+// back under a new ID (the rule's count for the key starts afresh).
+func TestDeletedRuleMitigationStaysDeleted(t *testing.T) {
+	dir := t.TempDir()
+	td := startDaemon(t, dir)
+	defer td.stop(t)
+	now := time.Now()
+	for i := range 6 {
+		td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(time.Duration(i)*time.Second)))
+	}
+	td.waitFor(t, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
+	ms := td.d.store.List(time.Now())
+	if len(ms) != 1 || ms[0].Origin != "rule" {
+		t.Fatalf("mitigations: %+v", ms)
+	}
+	cli(t, append([]string{"delete", fmt.Sprint(ms[0].ID)}, clientArgs(td)...)...)
+	td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(7*time.Second)))
+	seventh := now.Add(7 * time.Second).Truncate(time.Second) // log lines hold whole seconds
+	td.waitFor(t, "the next failure to be read", func() bool { return td.d.lastEvent.Load() >= seventh.UnixNano() })
+	var count float64
+	for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(explainJSON).Rules {
+		if r.Rule == "test_login" {
+			count = r.Count
+		}
+	}
+	if count != 1 {
+		t.Errorf("after the deletion the rule's count is %v, want 1 (counted afresh)", count)
+	}
+	if ms := td.d.store.List(time.Now()); len(ms) != 0 {
+		t.Errorf("the deleted mitigation came back: %+v", ms)
+	}
+	if c, _ := td.decide(t, "203.0.113.7", "/"); c != 204 {
+		t.Errorf("deleted, yet decide says %d", c)
 	}
 }

@@ -56,7 +56,11 @@ func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Regist
 // newCounter is throttle.Config.NewCounter: each request-time rule counts
 // fleet-wide.
 func (f *fleetParts) newCounter(r *rules.Rule, lim counting.Limit) (throttle.Counter, error) {
-	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim})
+	mode, err := redis.ParseOnError(r.OnStoreError)
+	if err != nil {
+		return nil, err
+	}
+	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode})
 }
 
 func (f *fleetParts) run(ctx context.Context, g *errgroup.Group) {

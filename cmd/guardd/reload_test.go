@@ -1,15 +1,20 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/guardd/guardd/characteristics/mmdbtest"
 	"github.com/guardd/guardd/mitigation"
 )
 
@@ -99,4 +104,53 @@ func fixDup(t *testing.T, path string) {
 		}
 	}
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
+}
+
+// TestReloadUnderDecisions: reloads while nginx asks, with a MaxMind
+// database, must neither fault nor lose the ASN (defect 1: SIGHUP closed the
+// reader the decision API was using; run with -race).
+func TestReloadUnderDecisions(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "asn.mmdb")
+	if err := mmdbtest.Write(db, []mmdbtest.Network{{Prefix: netip.MustParsePrefix("203.0.113.0/24"), ASN: 64500}}); err != nil {
+		t.Fatal(err)
+	}
+	writeTestConfig(t, dir, fmt.Sprintf("characteristics: {asn_database: %q}\n", db))
+	td := startDaemon(t, dir)
+	defer td.stop(t)
+	now := time.Now()
+	if _, _, err := td.d.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionBlock, Origin: "api",
+		Scope: mitigation.Scope{{Name: "ip.src.asnum", Value: "64500"}}, Expires: now.Add(time.Hour)}, now); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		stop  atomic.Bool
+		wrong atomic.Int64
+		asked atomic.Int64
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if c, _ := td.decide(t, "203.0.113.9", "/"); c != 401 {
+					wrong.Add(1)
+				}
+				asked.Add(1)
+			}
+		}()
+	}
+	for range 20 {
+		td.d.reload()
+	}
+	td.waitFor(t, "decisions during the reloads", func() bool { return asked.Load() >= 40 })
+	stop.Store(true)
+	wg.Wait()
+	if wrong.Load() != 0 {
+		t.Fatalf("%d of %d decisions lost the ASN block across reloads", wrong.Load(), asked.Load())
+	}
+	if testutil.ToFloat64(td.d.m.reloadOK) != 1 {
+		t.Fatal("reloads failed")
+	}
 }

@@ -193,7 +193,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return fail(err)
 	}
-	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d}, Explain: d.explain}); err != nil {
+	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d}, Explain: d.explain, Deleted: d.deleted}); err != nil {
 		return fail(err)
 	}
 	if err := d.buildOutputs(cfg); err != nil {

@@ -44,6 +44,10 @@ type Config struct {
 	// Explain answers GET /v1/explain/{address} (token required): why the
 	// client is mitigated, or how close it is to each rule's limit. nil: 404.
 	Explain func(addr netip.Addr) any
+	// Deleted, if set, is told of every mitigation an operator deleted (the
+	// daemon resets the rule's count for its key, so that a rule-made
+	// mitigation does not come straight back under a new ID).
+	Deleted func(m mitigation.Mitigation)
 }
 
 // New returns the admin API's handler.
@@ -97,11 +101,21 @@ func New(cfg Config) (http.Handler, error) {
 			apiError(w, http.StatusBadRequest, "id: want a number")
 			return
 		}
+		var held mitigation.Mitigation
+		for _, m := range cfg.Store.List(cfg.Now()) {
+			if m.ID == id {
+				held = m
+				break
+			}
+		}
 		if !cfg.Store.Delete(id) {
 			apiError(w, http.StatusNotFound, "no active mitigation with that id")
 			return
 		}
-		a.cfg.Logger.Info("mitigation deleted", "id", id, "by", bulk.Actor(r))
+		a.cfg.Logger.Info("mitigation deleted", "id", id, "rule", held.Rule, "scope", held.Scope.String(), "origin", held.Origin, "by", bulk.Actor(r))
+		if cfg.Deleted != nil && held.ID == id {
+			cfg.Deleted(held)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	return mux, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -26,7 +27,15 @@ package guardd.rules.api
 count if startswith(input.http.path, "/api/")
 `
 
-func throttleHandler(t testing.TB, at *time.Time) *Handler {
+// clock is the handler's clock, set by the test while the server reads it.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time  { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
+
+// throttleHandler's clock starts at now; tests that call Decide themselves
+// pass their own time.
+func throttleHandler(t testing.TB, c *clock) *Handler {
 	t.Helper()
 	set, err := rules.Load(fstest.MapFS{"api.rego": {Data: []byte(apiThrottle)}, "login.rego": {Data: []byte(loginRule)}}, rules.Options{})
 	if err != nil {
@@ -38,7 +47,8 @@ func throttleHandler(t testing.TB, at *time.Time) *Handler {
 	}
 	store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionBlock, Origin: "api",
 		Scope: mitigation.Scope{{Name: "ip.src", Value: "198.51.100.1"}}, Expires: now.Add(time.Hour)}, now)
-	h, err := New(Config{Store: store, Rules: set, Now: func() time.Time { return *at }})
+	c.set(now)
+	h, err := New(Config{Store: store, Rules: set, Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +60,8 @@ func throttleHandler(t testing.TB, at *time.Time) *Handler {
 // decision, which /v1/respond renders as 429 with the exact Retry-After; a
 // block outranks a throttle.
 func TestThrottle(t *testing.T) {
-	at := now
-	h := throttleHandler(t, &at)
+	var c clock
+	h := throttleHandler(t, &c)
 	url := serve(t, h)
 	for i, want := range []string{`"api";r=2;t=20`, `"api";r=1;t=40`, `"api";r=0;t=60`} {
 		resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.1", "GET", "/api/items", ""))
@@ -79,7 +89,8 @@ func TestThrottle(t *testing.T) {
 		t.Errorf("another path: %d %v", resp.StatusCode, resp.Header)
 	}
 	// 20 seconds on (the clock the handler reads), the next is admitted.
-	at = now.Add(20 * time.Second)
+	at := now.Add(20 * time.Second)
+	c.set(at)
 	if resp, _ := get(t, "GET", url+"/v1/decide", decideHeaders("192.0.2.1", "GET", "/api/items", "")); resp.StatusCode != 204 {
 		t.Errorf("after Retry-After: %d", resp.StatusCode)
 	}
@@ -99,8 +110,9 @@ func TestThrottleAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under the race detector")
 	}
+	var c clock
+	h := throttleHandler(t, &c)
 	at := now
-	h := throttleHandler(t, &at)
 	s := h.pool.Get().(*scratch)
 	r1 := decideReq("192.0.2.1", "GET", "/api/items", "")
 	h.Decide(r1, s, at)
@@ -121,8 +133,9 @@ func TestThrottleAllocs(t *testing.T) {
 // the counters (each seen once before, a few times in the run), one in ten
 // requests from 100 hot addresses, which are refused.
 func BenchmarkThrottleDecide(b *testing.B) {
+	var c clock
+	h := throttleHandler(b, &c)
 	at := now
-	h := throttleHandler(b, &at)
 	builtin, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -207,8 +220,9 @@ func FuzzThrottleDecide(f *testing.F) {
 	f.Add("192.0.2.1", "/api/items", "req-1", "k1")
 	f.Add("2001:db8::1", "/api/../x?\r\n", "", "\x00")
 	f.Add("::ffff:1.2.3.4", "/api/", "id\nX-Evil: 1", "key;\"q")
+	var c clock
+	h := throttleHandler(f, &c)
 	at := now
-	h := throttleHandler(f, &at)
 	conc := strings.NewReplacer("package guardd.rules.api", "package guardd.rules.api_conc",
 		"#   period: 1m\n#   requests_per_period: 3\n", "", "#   algorithm: gcra\n", "#   concurrency: 1\n",
 		"characteristics: [ip.src]", "characteristics: [http.headers.x-api-key]").Replace(apiThrottle)

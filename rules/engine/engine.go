@@ -154,6 +154,16 @@ func (e *Engine) Peek(i int, key uint64, t time.Time) (res counting.Result, ok b
 	return p.Peek(key, t.UnixNano()), true
 }
 
+// Forget drops rule i's count for key; ok is false when its counter cannot
+// (a fleet-wide or multi-window counter).
+func (e *Engine) Forget(i int, key uint64) (ok bool) {
+	f, ok := e.counters[i].(interface{ Forget(key uint64) bool })
+	if ok {
+		f.Forget(key)
+	}
+	return ok
+}
+
 // ScopeOf turns the Values of a Counted of rule r into its scope.
 func ScopeOf(r *rules.Rule, values []byte) []characteristics.Field { return scope(r, values) }
 
