@@ -93,6 +93,9 @@ func outputsOf(cfg *config.Config) []string {
 	if cfg.Blocklist.NginxGeo != nil {
 		out = append(out, "nginx geo file")
 	}
+	if f := cfg.Fleet; f != nil {
+		out = append(out, fmt.Sprintf("fleet-wide counts and mitigations through Redis (%s) at %s", or(f.Redis.Mode, "standalone"), strings.Join(f.Redis.Addresses, ", ")))
+	}
 	if pc, ok := cfg.NFTables(); ok {
 		out = append(out, "nftables table "+or(pc.Table, "guardd"))
 	}

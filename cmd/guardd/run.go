@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -189,7 +185,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		return fail(err)
 	}
 	registerServerStats(reg, d.decSrv)
-	token, err := loadToken(cfg)
+	token, err := admin.LoadToken(cfg.TokenFile())
 	if err != nil {
 		return fail(err)
 	}
@@ -402,46 +398,11 @@ func (d *daemon) watch(ctx context.Context) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	last := d.fingerprint()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-hup:
-			d.log.Info("reloading on SIGHUP")
-		case <-tick.C:
-			fp := d.fingerprint()
-			if fp == last {
-				continue
-			}
-			d.log.Info("reloading: configuration or rules changed")
-		}
-		last = d.fingerprint()
+	config.Watch(ctx, d.path, 2*time.Second, hup, d.cfg.Load, func(why string) {
+		d.log.Info("reloading", "why", why)
 		d.reload()
-	}
-}
-
-// fingerprint summarises the modification times and sizes of the config file
-// and every rule file.
-func (d *daemon) fingerprint() string {
-	var b strings.Builder
-	add := func(p string) {
-		if st, err := os.Stat(p); err == nil {
-			fmt.Fprintf(&b, "%s:%d:%d;", p, st.Size(), st.ModTime().UnixNano())
-		}
-	}
-	add(d.path)
-	for _, dir := range d.cfg.Load().Rules.Dirs {
-		filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && strings.HasSuffix(p, ".rego") {
-				add(p)
-			}
-			return nil
-		})
-	}
-	return b.String()
+	})
+	return nil
 }
 
 // reload parses and validates everything first, builds the new rules and
@@ -536,26 +497,4 @@ func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 			return nil
 		}},
 	}
-}
-
-// loadToken reads the admin token, creating it (0600) on first start.
-func loadToken(cfg *config.Config) (string, error) {
-	path := cfg.TokenFile()
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if t := strings.TrimSpace(string(b)); len(t) >= 16 {
-			return t, nil
-		}
-		return "", fmt.Errorf("admin.token_file %s: token shorter than 16 characters", path)
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("admin.token_file: %w", err)
-	}
-	var raw [24]byte
-	rand.Read(raw[:])
-	t := hex.EncodeToString(raw[:])
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("admin.token_file: %w", err)
-	}
-	return t, nil
 }

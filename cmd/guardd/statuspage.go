@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +58,10 @@ func (s *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if t := d.lastEvent.Load(); t != 0 {
 		st.LastEvent = time.Unix(0, t).UTC()
 		st.TailLag = max(now.Sub(st.LastEvent).Seconds(), 0)
+	}
+	if f := d.cfg.Load().Fleet; f != nil {
+		node, _ := f.NodeName()
+		st.Fleet = fmt.Sprintf("node %s, Redis %s at %s", node, or(f.Redis.Mode, "standalone"), strings.Join(f.Redis.Addresses, ", "))
 	}
 	cur := s.sample(now)
 	s.mu.Lock()
