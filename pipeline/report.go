@@ -72,8 +72,9 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 
 // judge applies the mitigations in force at t to one request, as the
 // decision API would: a rule's mitigation covers the requests its mitigation
-// expression matches on its scope. It reports whether any applied.
-func (r *Report) judge(p *Pipeline, client netip.Addr, t time.Time, items []engine.Match, keys []byte) bool {
+// expression matches on its scope, and an allowlisted request receives no
+// action whatever the scope. It reports whether any applied.
+func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time, items []engine.Match, keys []byte) bool {
 	var cs *clientStats
 	if r.clients != nil && client.IsValid() {
 		if cs = r.clients[client]; cs == nil {
@@ -82,7 +83,7 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, t time.Time, items []engi
 		}
 		cs.requests++
 	}
-	if len(r.entries) == 0 {
+	if len(r.entries) == 0 || allowed {
 		return false
 	}
 	applied := false
