@@ -443,12 +443,8 @@ func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 	} else if held, ok := cfg.Store.LookupRule(scopeKey(tr), tr.Rule.Name, now); ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires) {
 		return
 	}
-	fields := tr.Scope()
-	sc := make(mitigation.Scope, len(fields))
-	for i, f := range fields {
-		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
-	}
-	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: "rule"}, now)
+	sc := mitigation.Scope(tr.Scope()) // a fresh slice: the store may keep it
+	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: mitigation.OriginRule}, now)
 	if err != nil {
 		if now.Sub(s.lastAdd) > 10*time.Second || now.Before(s.lastAdd) {
 			s.lastAdd = now
