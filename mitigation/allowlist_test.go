@@ -18,10 +18,10 @@ func TestAllowlist(t *testing.T) {
 			netip.MustParsePrefix("10.1.2.3/32"),
 		},
 		Values: []Pair{
-			{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"},
-			{`http.headers["x-monitor"]`, "probe-7"},
-			{"ip.src", "203.0.113.99"},
-			{"ip.src.prefix", "100.64.0.0/10"},
+			{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_02713d6af862"},
+			{Name: `http.headers["x-monitor"]`, Value: "probe-7"},
+			{Name: "ip.src", Value: "203.0.113.99"},
+			{Name: "ip.src.prefix", Value: "100.64.0.0/10"},
 		},
 	}
 	for _, tc := range []struct {
@@ -29,33 +29,33 @@ func TestAllowlist(t *testing.T) {
 		s    Scope
 		want bool
 	}{
-		{"ipv4 inside", Scope{{"ip.src", "192.0.2.5"}}, true},
-		{"ipv4 edge", Scope{{"ip.src", "192.0.2.15"}}, true},
-		{"ipv4 outside", Scope{{"ip.src", "192.0.2.16"}}, false},
-		{"ipv4 host prefix", Scope{{"ip.src", "10.1.2.3"}}, true},
-		{"ipv6 inside", Scope{{"ip.src", "2001:db8:aa:1::7"}}, true},
-		{"ipv6 outside", Scope{{"ip.src", "2001:db8:ab::7"}}, false},
-		{"ipv4-mapped scope, v4 allowlist", Scope{{"ip.src", "::ffff:192.0.2.5"}}, true},
-		{"ipv4 scope, mapped allowlist", Scope{{"ip.src", "198.51.100.20"}}, true},
-		{"ipv4-mapped scope, mapped allowlist", Scope{{"ip.src", "::ffff:198.51.100.20"}}, true},
-		{"mapped outside", Scope{{"ip.src", "::ffff:198.51.101.1"}}, false},
-		{"v4 address is not its v6 twin", Scope{{"ip.src", "::c000:205"}}, false},
-		{"prefix containing allowlist", Scope{{"ip.src.prefix", "192.0.2.0/24"}}, true},
-		{"prefix containing a /32", Scope{{"ip.src.prefix", "10.1.2.0/24"}}, true},
-		{"prefix inside allowlist", Scope{{"ip.src.prefix", "2001:db8:aa:5::/64"}}, true},
-		{"prefix beside allowlist", Scope{{"ip.src.prefix", "192.0.2.16/28"}}, false},
-		{"ipv6 prefix overlapping", Scope{{"ip.src.prefix", "2001:db8::/32"}}, true},
-		{"ipv6 prefix beside", Scope{{"ip.src.prefix", "2001:db8:ab::/48"}}, false},
-		{"ip value as network", Scope{{"ip.src", "203.0.113.99"}}, true},
-		{"prefix over ip value", Scope{{"ip.src.prefix", "203.0.113.0/24"}}, true},
-		{"prefix value as network", Scope{{"ip.src", "100.100.1.1"}}, true},
-		{"ja4 exact", Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"}}, true},
-		{"ja4 other", Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_000000000000"}}, false},
-		{"header exact", Scope{{`http.headers["x-monitor"]`, "probe-7"}}, true},
-		{"header other name", Scope{{`http.headers["x-probe"]`, "probe-7"}}, false},
-		{"any pair allows", Scope{{"http.path", "/login"}, {"ip.src", "192.0.2.1"}}, true},
-		{"no pair allows", Scope{{"http.path", "/login"}, {"ip.src", "192.0.3.1"}}, false},
-		{"unparseable address", Scope{{"ip.src", "nope"}}, false},
+		{"ipv4 inside", Scope{{Name: "ip.src", Value: "192.0.2.5"}}, true},
+		{"ipv4 edge", Scope{{Name: "ip.src", Value: "192.0.2.15"}}, true},
+		{"ipv4 outside", Scope{{Name: "ip.src", Value: "192.0.2.16"}}, false},
+		{"ipv4 host prefix", Scope{{Name: "ip.src", Value: "10.1.2.3"}}, true},
+		{"ipv6 inside", Scope{{Name: "ip.src", Value: "2001:db8:aa:1::7"}}, true},
+		{"ipv6 outside", Scope{{Name: "ip.src", Value: "2001:db8:ab::7"}}, false},
+		{"ipv4-mapped scope, v4 allowlist", Scope{{Name: "ip.src", Value: "::ffff:192.0.2.5"}}, true},
+		{"ipv4 scope, mapped allowlist", Scope{{Name: "ip.src", Value: "198.51.100.20"}}, true},
+		{"ipv4-mapped scope, mapped allowlist", Scope{{Name: "ip.src", Value: "::ffff:198.51.100.20"}}, true},
+		{"mapped outside", Scope{{Name: "ip.src", Value: "::ffff:198.51.101.1"}}, false},
+		{"v4 address is not its v6 twin", Scope{{Name: "ip.src", Value: "::c000:205"}}, false},
+		{"prefix containing allowlist", Scope{{Name: "ip.src.prefix", Value: "192.0.2.0/24"}}, true},
+		{"prefix containing a /32", Scope{{Name: "ip.src.prefix", Value: "10.1.2.0/24"}}, true},
+		{"prefix inside allowlist", Scope{{Name: "ip.src.prefix", Value: "2001:db8:aa:5::/64"}}, true},
+		{"prefix beside allowlist", Scope{{Name: "ip.src.prefix", Value: "192.0.2.16/28"}}, false},
+		{"ipv6 prefix overlapping", Scope{{Name: "ip.src.prefix", Value: "2001:db8::/32"}}, true},
+		{"ipv6 prefix beside", Scope{{Name: "ip.src.prefix", Value: "2001:db8:ab::/48"}}, false},
+		{"ip value as network", Scope{{Name: "ip.src", Value: "203.0.113.99"}}, true},
+		{"prefix over ip value", Scope{{Name: "ip.src.prefix", Value: "203.0.113.0/24"}}, true},
+		{"prefix value as network", Scope{{Name: "ip.src", Value: "100.100.1.1"}}, true},
+		{"ja4 exact", Scope{{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_02713d6af862"}}, true},
+		{"ja4 other", Scope{{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_000000000000"}}, false},
+		{"header exact", Scope{{Name: `http.headers["x-monitor"]`, Value: "probe-7"}}, true},
+		{"header other name", Scope{{Name: `http.headers["x-probe"]`, Value: "probe-7"}}, false},
+		{"any pair allows", Scope{{Name: "http.path", Value: "/login"}, {Name: "ip.src", Value: "192.0.2.1"}}, true},
+		{"no pair allows", Scope{{Name: "http.path", Value: "/login"}, {Name: "ip.src", Value: "192.0.3.1"}}, false},
+		{"unparseable address", Scope{{Name: "ip.src", Value: "nope"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := al.Allows(tc.s); got != tc.want {
@@ -63,7 +63,7 @@ func TestAllowlist(t *testing.T) {
 			}
 		})
 	}
-	if (Allowlist{}).Allows(Scope{{"ip.src", "192.0.2.1"}}) {
+	if (Allowlist{}).Allows(Scope{{Name: "ip.src", Value: "192.0.2.1"}}) {
 		t.Error("empty allowlist allows")
 	}
 }
@@ -75,9 +75,9 @@ func TestAllowlistValidation(t *testing.T) {
 		wantErr string
 	}{
 		{"invalid prefix", Allowlist{Prefixes: []netip.Prefix{{}}}, "allowlist prefix 1"},
-		{"unknown name", Allowlist{Values: []Pair{{"tls.ja5", "x"}}}, "allowlist value 1"},
-		{"bad address", Allowlist{Values: []Pair{{"ip.src", "x"}}}, "allowlist value 1"},
-		{"empty value", Allowlist{Values: []Pair{{"tls.ja4", ""}}}, "empty value"},
+		{"unknown name", Allowlist{Values: []Pair{{Name: "tls.ja5", Value: "x"}}}, "allowlist value 1"},
+		{"bad address", Allowlist{Values: []Pair{{Name: "ip.src", Value: "x"}}}, "allowlist value 1"},
+		{"empty value", Allowlist{Values: []Pair{{Name: "tls.ja4", Value: ""}}}, "empty value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config{Allowlist: tc.al}, nil, nil)
@@ -94,10 +94,10 @@ func TestAllowlisted(t *testing.T) {
 	s, err := New(Config{Allowlist: Allowlist{
 		Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/28"), netip.MustParsePrefix("::ffff:198.51.100.0/120")},
 		Values: []Pair{
-			{`http.headers["x-monitor"]`, "probe-7"},
-			{"ip.src", "2001:db8::99"},
-			{"ip.src.asnum", "64500"},
-			{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"},
+			{Name: `http.headers["x-monitor"]`, Value: "probe-7"},
+			{Name: "ip.src", Value: "2001:db8::99"},
+			{Name: "ip.src.asnum", Value: "64500"},
+			{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_02713d6af862"},
 		},
 	}}, nil, nil)
 	if err != nil {

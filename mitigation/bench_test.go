@@ -132,9 +132,9 @@ func BenchmarkKeyFromEvent(b *testing.B) {
 		names []string
 		want  Scope
 	}{
-		{"ip.src", []string{"ip.src"}, Scope{{"ip.src", "2001:db8::7"}}},
+		{"ip.src", []string{"ip.src"}, Scope{{Name: "ip.src", Value: "2001:db8::7"}}},
 		{"cookie,path,ip.src", []string{`http.cookies["session"]`, "http.path", "ip.src"},
-			Scope{{`http.cookies["session"]`, "0123456789abcdef0123456789abcdef"}, {"http.path", "/login"}, {"ip.src", "2001:db8::7"}}},
+			Scope{{Name: `http.cookies["session"]`, Value: "0123456789abcdef0123456789abcdef"}, {Name: "http.path", Value: "/login"}, {Name: "ip.src", Value: "2001:db8::7"}}},
 	} {
 		sh, err := NewShape(tc.names)
 		if err != nil {
@@ -173,7 +173,7 @@ func BenchmarkAdd(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				sc := Scope{{"ip.src", netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()}}
+				sc := Scope{{Name: "ip.src", Value: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()}}
 				if _, _, err := s.Add(Mitigation{Rule: "r", Scope: sc, Expires: t0.Add(time.Hour)}, t0); err != nil {
 					b.Fatal(err)
 				}

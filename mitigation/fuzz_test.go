@@ -11,7 +11,7 @@ const maxFuzzInput = 64 << 10
 
 func fuzzSeeds(f *testing.F) {
 	b, err := appendRecord(nil, record{Op: opAdd, m: Mitigation{ID: 7, Rule: "login", Action: ActionShadowBan,
-		Scope:   Scope{{`http.cookies["s"]`, "a\"b c"}, {"ip.src.prefix", "2001:db8::/64"}},
+		Scope:   Scope{{Name: `http.cookies["s"]`, Value: "a\"b c"}, {Name: "ip.src.prefix", Value: "2001:db8::/64"}},
 		Created: t0, Expires: t0.Add(time.Hour), Origin: "api"}})
 	if err != nil {
 		f.Fatal(err)
@@ -23,7 +23,7 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte(`{"op":"add","id":1,"scope":{"ip.src":"::ffff:192.0.2.1"}}`))
 	f.Add([]byte(`{"op":"add","id":1,"rule":"r","action":"log","scope":{"ip.src":"192.0.2.1"},"created":"0000-01-01T00:00:00+01:00","expires":"9999-12-31T23:59:59-01:00","origin":"rule"}`))
 	f.Add([]byte(`{"op":"del","id":1} {}`))
-	b, err = appendRecord(nil, record{Op: opAdd, m: Mitigation{ID: 8, Rule: "r", Scope: Scope{{`http.cookies["s"]`, "\xff"}}, Created: t0, Expires: t0, Origin: "rule"}})
+	b, err = appendRecord(nil, record{Op: opAdd, m: Mitigation{ID: 8, Rule: "r", Scope: Scope{{Name: `http.cookies["s"]`, Value: "\xff"}}, Created: t0, Expires: t0, Origin: "rule"}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -17,9 +17,9 @@ func TestSnapshotGolden(t *testing.T) {
 	s := mustOpenAt(t, dir, t0)
 	mustAdd(t, s, mit("login_bruteforce", ActionBlock, ipScope("203.0.113.7"), 10*time.Minute), t0)
 	gone := mustAdd(t, s, mit("scan", ActionLog, ipScope("203.0.113.8"), time.Minute), t0)
-	mustAdd(t, s, mit("session_abuse", ActionShadowBan, Scope{{`http.cookies["session"]`, "abc \"q\""}, {"http.path", "/login"}}, time.Hour), t0)
-	mustAdd(t, s, Mitigation{Origin: "api", Action: ActionFirewall, Scope: Scope{{"ip.src.prefix", "2001:db8:1::/64"}}, Expires: t0.Add(24 * time.Hour)}, t0)
-	mustAdd(t, s, mit("ja4", ActionRateLimit, Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"}}, 30*time.Minute), t0)
+	mustAdd(t, s, mit("session_abuse", ActionShadowBan, Scope{{Name: `http.cookies["session"]`, Value: "abc \"q\""}, {Name: "http.path", Value: "/login"}}, time.Hour), t0)
+	mustAdd(t, s, Mitigation{Origin: "api", Action: ActionFirewall, Scope: Scope{{Name: "ip.src.prefix", Value: "2001:db8:1::/64"}}, Expires: t0.Add(24 * time.Hour)}, t0)
+	mustAdd(t, s, mit("ja4", ActionRateLimit, Scope{{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_02713d6af862"}}, 30*time.Minute), t0)
 	s.Delete(gone.ID)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

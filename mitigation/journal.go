@@ -68,7 +68,7 @@ type wireRecord struct {
 	ScopeB64 [][2]string `json:"scope_b64,omitempty"`
 	Created  time.Time   `json:"created,omitzero"`
 	Expires  time.Time   `json:"expires,omitzero"`
-	Origin   string      `json:"origin,omitempty"`
+	Origin   Origin      `json:"origin,omitempty"`
 }
 
 // appendRecord appends r as one JSON line.
@@ -151,7 +151,7 @@ func decodeRecord(line []byte) (record, error) {
 			if err != nil {
 				return record{}, fmt.Errorf("scope_b64 value of %q: %w", p[0], err)
 			}
-			w.Scope = append(w.Scope, Pair{p[0], string(v)})
+			w.Scope = append(w.Scope, Pair{Name: p[0], Value: string(v)})
 		}
 		if scopeUTF8(w.Scope) {
 			return record{}, errors.New("scope_b64 for a scope that is valid UTF-8")
@@ -178,7 +178,7 @@ func decodeRecord(line []byte) (record, error) {
 		return record{}, errors.New("add record with a time outside years 1 to 9999 UTC")
 	case w.Origin == "":
 		return record{}, errors.New("add record without origin")
-	case w.Origin == "rule" && w.Rule == "":
+	case w.Origin == OriginRule && w.Rule == "":
 		return record{}, errors.New("add record without rule")
 	}
 	r.m = Mitigation{ID: w.ID, Rule: w.Rule, Action: a, Scope: sc,

@@ -41,7 +41,7 @@ func TestRestartRestoresRemainingTime(t *testing.T) {
 	a := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.1"), 10*time.Minute), t0)
 	b := mustAdd(t, s, mit("r", ActionRateLimit, ipScope("192.0.2.2"), 2*time.Minute), t0)
 	c := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.3"), 10*time.Minute), t0)
-	d := mustAdd(t, s, mit("r", ActionShadowBan, Scope{{`http.cookies["s"]`, "x y"}, {"http.path", "/login"}}, 10*time.Minute), t0)
+	d := mustAdd(t, s, mit("r", ActionShadowBan, Scope{{Name: `http.cookies["s"]`, Value: "x y"}, {Name: "http.path", Value: "/login"}}, 10*time.Minute), t0)
 	mustAdd(t, s, mit("r", ActionShadowBan, d.Scope, 30*time.Minute), t0) // extends d
 	s.Delete(c.ID)
 	e := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.5"), time.Minute), t0)
@@ -91,7 +91,7 @@ func TestRestartRestoresRemainingTime(t *testing.T) {
 func TestRestartBinaryValues(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpenAt(t, dir, t0)
-	sc := Scope{{`http.cookies["s"]`, "a\xff\xfe\x00b"}, {"http.path", "/é"}}
+	sc := Scope{{Name: `http.cookies["s"]`, Value: "a\xff\xfe\x00b"}, {Name: "http.path", Value: "/é"}}
 	mustAdd(t, s, mit("r", ActionBlock, sc, time.Hour), t0)
 	mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.1"), time.Hour), t0)
 	// Once from the journal (no Close), once from the snapshot.

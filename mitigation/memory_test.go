@@ -44,7 +44,7 @@ func BenchmarkMemoryPerMitigation(b *testing.B) {
 					for i := range n {
 						a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 						m := Mitigation{Rule: rules[i%len(rules)], Action: ActionBlock,
-							Scope: Scope{{"ip.src", a.String()}}, Expires: t0.Add(time.Hour + time.Duration(i)*time.Millisecond)}
+							Scope: Scope{{Name: "ip.src", Value: a.String()}}, Expires: t0.Add(time.Hour + time.Duration(i)*time.Millisecond)}
 						if _, ok, err := s.Add(m, t0); err != nil || !ok {
 							b.Fatal(ok, err)
 						}

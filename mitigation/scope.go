@@ -24,10 +24,12 @@ const (
 	MaxValueLen   = 8 << 10
 )
 
-// Pair is one characteristic and its value. Name is the canonical name
+// Pair is one characteristic and its value: the same type as the event's
+// characteristics.Field, so a rule's scope moves from the engine to the
+// store without a copy. Name is the canonical name
 // (characteristics.Characteristic.String()); Value is the text form the
 // characteristic's AppendValue produces.
-type Pair struct{ Name, Value string }
+type Pair = characteristics.Field
 
 // Scope is what a mitigation applies to: characteristic values in the order the
 // rule lists its characteristics. Order is significant: {a, b} and {b, a} are
@@ -165,7 +167,7 @@ func (s *Scope) UnmarshalJSON(b []byte) error {
 		if len(out) == MaxScopePairs {
 			return fmt.Errorf("scope: more than %d pairs", MaxScopePairs)
 		}
-		out = append(out, Pair{name, value})
+		out = append(out, Pair{Name: name, Value: value})
 	}
 	if _, err := d.Token(); err != nil { // '}'
 		return fmt.Errorf("scope: %w", err)

@@ -9,8 +9,8 @@ import (
 )
 
 func TestScopeKey(t *testing.T) {
-	a := Scope{{"ip.src", "203.0.113.7"}}
-	b := Scope{{"ip.src", "203.0.113.7"}}
+	a := Scope{{Name: "ip.src", Value: "203.0.113.7"}}
+	b := Scope{{Name: "ip.src", Value: "203.0.113.7"}}
 	if a.Key() != b.Key() {
 		t.Fatal("equal scopes, different keys")
 	}
@@ -23,19 +23,19 @@ func TestScopeKey(t *testing.T) {
 		t.Errorf("Key(%s) = %#x, want xxhash64(canonical bytes) = %#x", a, got, want)
 	}
 	long := strings.Repeat("v", 300) // a two-byte uvarint length
-	if got, want := (Scope{{"http.path", long}}).Key(), xxhash.Sum64([]byte("\x09http.path\xac\x02"+long)); got != want {
+	if got, want := (Scope{{Name: "http.path", Value: long}}).Key(), xxhash.Sum64([]byte("\x09http.path\xac\x02"+long)); got != want {
 		t.Errorf("Key(long value) = %#x, want %#x", got, want)
 	}
 	for _, tc := range []struct {
 		name string
 		x, y Scope
 	}{
-		{"value", Scope{{"ip.src", "203.0.113.7"}}, Scope{{"ip.src", "203.0.113.8"}}},
-		{"name", Scope{{"ip.src", "x"}}, Scope{{"tls.ja4", "x"}}},
-		{"order", Scope{{"http.path", "/a"}, {"http.method", "GET"}}, Scope{{"http.method", "GET"}, {"http.path", "/a"}}},
+		{"value", Scope{{Name: "ip.src", Value: "203.0.113.7"}}, Scope{{Name: "ip.src", Value: "203.0.113.8"}}},
+		{"name", Scope{{Name: "ip.src", Value: "x"}}, Scope{{Name: "tls.ja4", Value: "x"}}},
+		{"order", Scope{{Name: "http.path", Value: "/a"}, {Name: "http.method", Value: "GET"}}, Scope{{Name: "http.method", Value: "GET"}, {Name: "http.path", Value: "/a"}}},
 		// Length prefixes keep boundaries: without them these would hash alike.
-		{"boundary", Scope{{"http.path", "/ab"}, {"http.query", "c"}}, Scope{{"http.path", "/a"}, {"http.query", "bc"}}},
-		{"pair split", Scope{{"http.path", "a"}}, Scope{{"http.pat", "ha"}}},
+		{"boundary", Scope{{Name: "http.path", Value: "/ab"}, {Name: "http.query", Value: "c"}}, Scope{{Name: "http.path", Value: "/a"}, {Name: "http.query", Value: "bc"}}},
+		{"pair split", Scope{{Name: "http.path", Value: "a"}}, Scope{{Name: "http.pat", Value: "ha"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.x.Key() == tc.y.Key() {
@@ -46,7 +46,7 @@ func TestScopeKey(t *testing.T) {
 }
 
 func TestHasherMatchesKey(t *testing.T) {
-	s := Scope{{`http.cookies["session"]`, "abc"}, {"http.path", "/login"}}
+	s := Scope{{Name: `http.cookies["session"]`, Value: "abc"}, {Name: "http.path", Value: "/login"}}
 	var h Hasher
 	h.Reset()
 	h.Write(s[0].Name, []byte(s[0].Value))
@@ -71,12 +71,12 @@ func TestScopeString(t *testing.T) {
 		s    Scope
 		want string
 	}{
-		{Scope{{"ip.src", "203.0.113.7"}}, `ip.src=203.0.113.7`},
-		{Scope{{`http.cookies["session"]`, "abc"}, {"http.path", "/login"}}, `http.cookies["session"]=abc http.path=/login`},
-		{Scope{{"http.user_agent", "curl/8 x"}}, `http.user_agent="curl/8 x"`},
-		{Scope{{"http.query", "a=b"}}, `http.query="a=b"`},
-		{Scope{{"http.path", "\x00"}}, `http.path="\x00"`},
-		{Scope{{"http.path", ""}}, `http.path=""`},
+		{Scope{{Name: "ip.src", Value: "203.0.113.7"}}, `ip.src=203.0.113.7`},
+		{Scope{{Name: `http.cookies["session"]`, Value: "abc"}, {Name: "http.path", Value: "/login"}}, `http.cookies["session"]=abc http.path=/login`},
+		{Scope{{Name: "http.user_agent", Value: "curl/8 x"}}, `http.user_agent="curl/8 x"`},
+		{Scope{{Name: "http.query", Value: "a=b"}}, `http.query="a=b"`},
+		{Scope{{Name: "http.path", Value: "\x00"}}, `http.path="\x00"`},
+		{Scope{{Name: "http.path", Value: ""}}, `http.path=""`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if got := tc.s.String(); got != tc.want {
@@ -93,26 +93,26 @@ func TestCanonical(t *testing.T) {
 		want    Scope
 		wantErr string
 	}{
-		{"ipv4", Scope{{"ip.src", "203.0.113.7"}}, Scope{{"ip.src", "203.0.113.7"}}, ""},
-		{"ipv4-mapped", Scope{{"ip.src", "::ffff:203.0.113.7"}}, Scope{{"ip.src", "203.0.113.7"}}, ""},
-		{"ipv6 long form", Scope{{"ip.src", "2001:0db8:0000::0001"}}, Scope{{"ip.src", "2001:db8::1"}}, ""},
-		{"zone dropped", Scope{{"ip.src", "fe80::1%eth0"}}, Scope{{"ip.src", "fe80::1"}}, ""},
-		{"prefix masked", Scope{{"ip.src.prefix", "2001:db8::1/64"}}, Scope{{"ip.src.prefix", "2001:db8::/64"}}, ""},
-		{"mapped prefix", Scope{{"ip.src.prefix", "::ffff:198.51.100.0/120"}}, Scope{{"ip.src.prefix", "198.51.100.0/24"}}, ""},
-		{"rego spelling", Scope{{"ip.asnum", "64496"}}, Scope{{"ip.src.asnum", "64496"}}, ""},
-		{"number", Scope{{"http.status", "401.0"}}, Scope{{"http.status", "401"}}, ""},
-		{"header lower-cased", Scope{{`http.headers["X-Api-Key"]`, "K"}}, Scope{{`http.headers["x-api-key"]`, "K"}}, ""},
-		{"ja4 and path", Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"}, {"http.path", "/login"}},
-			Scope{{"tls.ja4", "t13d1516h2_8daaf6152771_02713d6af862"}, {"http.path", "/login"}}, ""},
+		{"ipv4", Scope{{Name: "ip.src", Value: "203.0.113.7"}}, Scope{{Name: "ip.src", Value: "203.0.113.7"}}, ""},
+		{"ipv4-mapped", Scope{{Name: "ip.src", Value: "::ffff:203.0.113.7"}}, Scope{{Name: "ip.src", Value: "203.0.113.7"}}, ""},
+		{"ipv6 long form", Scope{{Name: "ip.src", Value: "2001:0db8:0000::0001"}}, Scope{{Name: "ip.src", Value: "2001:db8::1"}}, ""},
+		{"zone dropped", Scope{{Name: "ip.src", Value: "fe80::1%eth0"}}, Scope{{Name: "ip.src", Value: "fe80::1"}}, ""},
+		{"prefix masked", Scope{{Name: "ip.src.prefix", Value: "2001:db8::1/64"}}, Scope{{Name: "ip.src.prefix", Value: "2001:db8::/64"}}, ""},
+		{"mapped prefix", Scope{{Name: "ip.src.prefix", Value: "::ffff:198.51.100.0/120"}}, Scope{{Name: "ip.src.prefix", Value: "198.51.100.0/24"}}, ""},
+		{"rego spelling", Scope{{Name: "ip.asnum", Value: "64496"}}, Scope{{Name: "ip.src.asnum", Value: "64496"}}, ""},
+		{"number", Scope{{Name: "http.status", Value: "401.0"}}, Scope{{Name: "http.status", Value: "401"}}, ""},
+		{"header lower-cased", Scope{{Name: `http.headers["X-Api-Key"]`, Value: "K"}}, Scope{{Name: `http.headers["x-api-key"]`, Value: "K"}}, ""},
+		{"ja4 and path", Scope{{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_02713d6af862"}, {Name: "http.path", Value: "/login"}},
+			Scope{{Name: "tls.ja4", Value: "t13d1516h2_8daaf6152771_02713d6af862"}, {Name: "http.path", Value: "/login"}}, ""},
 		{"empty", Scope{}, nil, "empty scope"},
-		{"unknown name", Scope{{"ip.dst", "x"}}, nil, "ip.dst"},
-		{"bad address", Scope{{"ip.src", "203.0.113"}}, nil, "ip.src"},
-		{"bad prefix", Scope{{"ip.src.prefix", "203.0.113.0"}}, nil, "ip.src.prefix"},
-		{"bad number", Scope{{"http.status", "x"}}, nil, "not a number"},
-		{"empty value", Scope{{"http.cookies[\"s\"]", ""}}, nil, "empty value"},
-		{"duplicate", Scope{{"ip.src", "192.0.2.1"}, {"ip.src", "192.0.2.2"}}, nil, "duplicate"},
-		{"duplicate after canonical", Scope{{"ip.src.asnum", "1"}, {"ip.asnum", "1"}}, nil, "duplicate"},
-		{"long value", Scope{{"http.path", strings.Repeat("a", MaxValueLen+1)}}, nil, "more than"},
+		{"unknown name", Scope{{Name: "ip.dst", Value: "x"}}, nil, "ip.dst"},
+		{"bad address", Scope{{Name: "ip.src", Value: "203.0.113"}}, nil, "ip.src"},
+		{"bad prefix", Scope{{Name: "ip.src.prefix", Value: "203.0.113.0"}}, nil, "ip.src.prefix"},
+		{"bad number", Scope{{Name: "http.status", Value: "x"}}, nil, "not a number"},
+		{"empty value", Scope{{Name: "http.cookies[\"s\"]", Value: ""}}, nil, "empty value"},
+		{"duplicate", Scope{{Name: "ip.src", Value: "192.0.2.1"}, {Name: "ip.src", Value: "192.0.2.2"}}, nil, "duplicate"},
+		{"duplicate after canonical", Scope{{Name: "ip.src.asnum", Value: "1"}, {Name: "ip.asnum", Value: "1"}}, nil, "duplicate"},
+		{"long value", Scope{{Name: "http.path", Value: strings.Repeat("a", MaxValueLen+1)}}, nil, "more than"},
 		{"too many pairs", make(Scope, MaxScopePairs+1), nil, "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestCanonical(t *testing.T) {
 }
 
 func TestScopeJSON(t *testing.T) {
-	s := Scope{{`http.cookies["session"]`, "a\"b"}, {"http.path", "/login"}, {"ip.src", "203.0.113.7"}}
+	s := Scope{{Name: `http.cookies["session"]`, Value: "a\"b"}, {Name: "http.path", Value: "/login"}, {Name: "ip.src", Value: "203.0.113.7"}}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

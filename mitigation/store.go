@@ -46,8 +46,18 @@ type Mitigation struct {
 	Scope   Scope     `json:"scope"`   // canonical (see Canonical)
 	Created time.Time `json:"created"` // first Add
 	Expires time.Time `json:"expires"` // absolute wall-clock time
-	Origin  string    `json:"origin"`  // "rule" (default), "manual" or "api"
+	Origin  Origin    `json:"origin"`  // OriginRule (default), OriginManual or OriginAPI
 }
+
+// Origin says who made a mitigation. Its values are a closed set; the
+// journal, the fleet stream and the JSON APIs carry them as text.
+type Origin string
+
+const (
+	OriginRule   Origin = "rule"   // a rule tripped
+	OriginManual Origin = "manual" // an operator, by name
+	OriginAPI    Origin = "api"    // the admin API (guardd decisions, bulk imports)
+)
 
 // Config configures a Store. The zero value is a usable in-memory store.
 type Config struct {
@@ -126,8 +136,9 @@ func (n *node) expiresAfter(sec int64, nsec int32) bool {
 // label is a rule name and origin, interned: a few rules make most
 // mitigations.
 type label struct {
-	rule, origin string
-	refs         int
+	rule   string
+	origin Origin
+	refs   int
 }
 
 func (n *node) mitigation() Mitigation {
@@ -378,11 +389,11 @@ func (s *Store) addLocked(m Mitigation) Mitigation {
 
 // newNodeLocked makes the node of a prepared m, with an interned label.
 func (s *Store) newNodeLocked(m Mitigation) *node {
-	l := s.labels[[2]string{m.Rule, m.Origin}]
+	l := s.labels[[2]string{m.Rule, string(m.Origin)}]
 	if l == nil {
 		// Copies: m's strings may alias an event's buffers.
-		l = &label{rule: strings.Clone(m.Rule), origin: strings.Clone(m.Origin)}
-		s.labels[[2]string{l.rule, l.origin}] = l
+		l = &label{rule: strings.Clone(m.Rule), origin: Origin(strings.Clone(string(m.Origin)))}
+		s.labels[[2]string{l.rule, string(l.origin)}] = l
 	}
 	l.refs++
 	n := &node{id: m.ID, scope: m.Scope, label: l, action: m.Action}
@@ -393,7 +404,7 @@ func (s *Store) newNodeLocked(m Mitigation) *node {
 
 func (s *Store) releaseLabelLocked(l *label) {
 	if l.refs--; l.refs == 0 {
-		delete(s.labels, [2]string{l.rule, l.origin})
+		delete(s.labels, [2]string{l.rule, string(l.origin)})
 	}
 }
 
@@ -407,9 +418,9 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 		return m, fmt.Errorf("action %s is decided per request, never a mitigation", m.Action)
 	}
 	if m.Origin == "" {
-		m.Origin = "rule"
+		m.Origin = OriginRule
 	}
-	if m.Rule == "" && m.Origin == "rule" {
+	if m.Rule == "" && m.Origin == OriginRule {
 		return m, errors.New("no rule name")
 	}
 	// Wall clock only, in UTC: expiry is absolute and must survive a restart.

@@ -29,7 +29,7 @@ func newStore(t testing.TB, cfg Config) *Store {
 	return s
 }
 
-func ipScope(ip string) Scope { return Scope{{"ip.src", ip}} }
+func ipScope(ip string) Scope { return Scope{{Name: "ip.src", Value: ip}} }
 
 func mit(rule string, a Action, sc Scope, ttl time.Duration) Mitigation {
 	return Mitigation{Rule: rule, Action: a, Scope: sc, Expires: t0.Add(ttl)}
@@ -193,7 +193,7 @@ func TestAddErrors(t *testing.T) {
 func TestAddCopiesScope(t *testing.T) {
 	s := newStore(t, Config{})
 	buf := []byte("abc")
-	sc := Scope{{`http.cookies["s"]`, string(buf)}}
+	sc := Scope{{Name: `http.cookies["s"]`, Value: string(buf)}}
 	m := mustAdd(t, s, mit("r", ActionBlock, sc, time.Minute), t0)
 	sc[0].Value = "xyz"
 	if m.Scope[0].Value != "abc" {
@@ -207,7 +207,7 @@ func TestAllowlistedAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range []Scope{ipScope("192.0.2.9"), ipScope("::ffff:192.0.2.9"), {{"ip.src.prefix", "192.0.0.0/16"}}} {
+	for _, sc := range []Scope{ipScope("192.0.2.9"), ipScope("::ffff:192.0.2.9"), {{Name: "ip.src.prefix", Value: "192.0.0.0/16"}}} {
 		m, ok, err := s.Add(mit("r", ActionBlock, sc, time.Minute), t0)
 		if ok || err != nil || m.ID != 0 {
 			t.Errorf("Add(%s) = %+v, %v, %v; want refused", sc, m, ok, err)
@@ -311,7 +311,7 @@ func TestShapes(t *testing.T) {
 	}
 	a := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.1"), time.Minute), t0)
 	b := mustAdd(t, s, mit("r", ActionBlock, ipScope("192.0.2.2"), time.Minute), t0)
-	c := mustAdd(t, s, mit("r", ActionBlock, Scope{{`http.cookies["s"]`, "x"}, {"http.path", "/login"}}, time.Minute), t0)
+	c := mustAdd(t, s, mit("r", ActionBlock, Scope{{Name: `http.cookies["s"]`, Value: "x"}, {Name: "http.path", Value: "/login"}}, time.Minute), t0)
 	want := [][]string{{`http.cookies["s"]`, "http.path"}, {"ip.src"}}
 	names := func() [][]string {
 		var out [][]string
@@ -365,9 +365,9 @@ func TestShapeKey(t *testing.T) {
 		names []string
 		scope Scope
 	}{
-		{[]string{"ip.src"}, Scope{{"ip.src", "2001:db8::7"}}},
-		{[]string{"http.path", "ip.src"}, Scope{{"http.path", "/" + long}, {"ip.src", "2001:db8::7"}}},
-		{[]string{`http.headers["X-Api-Key"]`, "http.status"}, Scope{{`http.headers["x-api-key"]`, "k"}, {"http.status", "401"}}},
+		{[]string{"ip.src"}, Scope{{Name: "ip.src", Value: "2001:db8::7"}}},
+		{[]string{"http.path", "ip.src"}, Scope{{Name: "http.path", Value: "/" + long}, {Name: "ip.src", Value: "2001:db8::7"}}},
+		{[]string{`http.headers["X-Api-Key"]`, "http.status"}, Scope{{Name: `http.headers["x-api-key"]`, Value: "k"}, {Name: "http.status", Value: "401"}}},
 	} {
 		t.Run(strings.Join(tc.names, ","), func(t *testing.T) {
 			sh, err := NewShape(tc.names)
@@ -545,9 +545,9 @@ func TestPrefixAnyLength(t *testing.T) {
 		t.Run(tc.ban, func(t *testing.T) {
 			s := newStore(t, Config{})
 			want := mustAdd(t, s, Mitigation{Rule: "manual", Origin: "manual", Action: ActionBlock,
-				Scope: Scope{{"ip.src.prefix", tc.ban}}, Expires: t0.Add(time.Hour)}, t0)
+				Scope: Scope{{Name: "ip.src.prefix", Value: tc.ban}}, Expires: t0.Add(time.Hour)}, t0)
 			// A rule's /24 (or /64) of another network: its own shape.
-			mustAdd(t, s, mit("r", ActionRateLimit, Scope{{"ip.src.prefix", "10.9.8.0/24"}}, time.Hour), t0)
+			mustAdd(t, s, mit("r", ActionRateLimit, Scope{{Name: "ip.src.prefix", Value: "10.9.8.0/24"}}, time.Hour), t0)
 			match := func(ip string) bool {
 				a := netip.MustParseAddr(ip)
 				bits := 24
@@ -626,7 +626,7 @@ func TestPrefixFilter(t *testing.T) {
 	var ms []Mitigation
 	for i := range 300 { // more than fit in distinct buckets by chance
 		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)
-		ms = append(ms, mustAdd(t, s, mit("manual", ActionBlock, Scope{{"ip.src.prefix", p.String()}}, time.Hour), t0))
+		ms = append(ms, mustAdd(t, s, mit("manual", ActionBlock, Scope{{Name: "ip.src.prefix", Value: p.String()}}, time.Hour), t0))
 	}
 	for i, m := range ms {
 		if i%2 == 0 {

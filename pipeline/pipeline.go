@@ -11,6 +11,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
@@ -35,6 +36,10 @@ type Pipeline struct {
 type BuildOptions struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // for the rules' metrics; nil: not exported
+	// NewCounter, when set, makes the counter of each detection rule with
+	// one limit (fleet mode: counting/redis); nil, or a rule with windows
+	// or distinct, keeps the engine's local table.
+	NewCounter func(r *rules.Rule, lim counting.Limit) (engine.Counter, error)
 }
 
 // Build loads the rules and opens the enricher of cfg. Nothing of it is used
@@ -66,6 +71,22 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 	}
 	if p.engine, err = engine.New(engine.Config{Rules: set, MaxKeys: cfg.Counting.MaxKeys}); err != nil {
 		return nil, err
+	}
+	if opts.NewCounter != nil {
+		for i, r := range set.Rules() {
+			if r.Action == mitigation.ActionThrottle || len(r.Windows) > 1 || r.Distinct != nil {
+				continue
+			}
+			alg, err := counting.ParseAlgorithm(r.Algorithm)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
+			}
+			c, err := opts.NewCounter(r, counting.Limit{Algorithm: alg, Period: r.Period, Requests: r.Requests, Burst: r.Burst})
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
+			}
+			p.engine.SetCounter(i, c)
+		}
 	}
 	if !cfg.Log.JSON {
 		f := cfg.Log.Format

@@ -283,3 +283,42 @@ func TestScopeKey(t *testing.T) {
 		t.Fatalf("%d mitigations, want 1", trips)
 	}
 }
+
+// TestReportAllowlistAnyScope: an allowlisted client that shares a user
+// agent with an attacker is never counted as actioned by the user agent's
+// mitigation, as the decision API would never act on it.
+func TestReportAllowlistAnyScope(t *testing.T) {
+	dir := t.TempDir()
+	uaRule := strings.NewReplacer("[ip.src]", "[http.user_agent]", "test login", "test ua", "guardd.rules.login", "guardd.rules.ua").Replace(loginRule)
+	os.WriteFile(filepath.Join(dir, "ua.rego"), []byte(uaRule), 0o644)
+	cfg, err := config.Parse("t.yml", []byte(fmt.Sprintf("rules: {disable_builtin: true, dirs: [%q]}\n", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(cfg, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src lines
+	for i := range 10 { // the attacker trips the user agent's rule
+		src = append(src, logLine("203.0.113.7", "/login", 401, wall.Add(-time.Hour+time.Duration(i)*time.Second)))
+	}
+	for i := range 3 { // then the allowlisted office, same user agent
+		src = append(src, logLine("192.0.2.7", "/", 200, wall.Add(-time.Hour+time.Duration(20+i)*time.Second)))
+	}
+	store, err := mitigation.New(mitigation.Config{Allowlist: mitigation.Allowlist{Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rep := NewReport(true)
+	h := NewHolder(p)
+	defer h.Close()
+	if _, err := Run(context.Background(), Config{Pipelines: h, Store: store, Report: rep, Metrics: NewMetrics(nil), Replay: true, Now: func() time.Time { return wall }}, src); err != nil {
+		t.Fatal(err)
+	}
+	cs := rep.Clients()
+	if len(cs) != 1 || cs[0].Addr.String() != "203.0.113.7" {
+		t.Fatalf("clients %+v, want only the attacker: the allowlisted client receives no action", cs)
+	}
+}

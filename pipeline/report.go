@@ -16,6 +16,9 @@ import (
 // each client's requests. It is used by Run's sequencer only.
 type Report struct {
 	entries map[reportKey]*Mitigation
+	// keyed holds the keys of entries, whatever the rule: most events' keys
+	// have none, and one lookup per key then spares one per rule matched.
+	keyed   map[uint64]struct{}
 	clients map[netip.Addr]*clientStats // nil unless NewReport(true)
 }
 
@@ -44,7 +47,7 @@ type clientStats struct {
 
 // NewReport returns an empty report; clients also keeps per-client impact.
 func NewReport(clients bool) *Report {
-	r := &Report{entries: map[reportKey]*Mitigation{}}
+	r := &Report{entries: map[reportKey]*Mitigation{}, keyed: map[uint64]struct{}{}}
 	if clients {
 		r.clients = map[netip.Addr]*clientStats{}
 	}
@@ -64,6 +67,7 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 	if e == nil {
 		e = &Mitigation{Rule: tr.Rule.Name, Scope: tr.Scope(), FirstSeen: tr.Time}
 		r.entries[k] = e
+		r.keyed[tr.Key] = struct{}{}
 	}
 	e.Trips++
 	e.Action = action
@@ -72,8 +76,9 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 
 // judge applies the mitigations in force at t to one request, as the
 // decision API would: a rule's mitigation covers the requests its mitigation
-// expression matches on its scope. It reports whether any applied.
-func (r *Report) judge(p *Pipeline, client netip.Addr, t time.Time, items []engine.Match, keys []byte) bool {
+// expression matches on its scope, and an allowlisted request receives no
+// action whatever the scope. It reports whether any applied.
+func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time, items []engine.Match, keys []byte) bool {
 	var cs *clientStats
 	if r.clients != nil && client.IsValid() {
 		if cs = r.clients[client]; cs == nil {
@@ -82,13 +87,23 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, t time.Time, items []engi
 		}
 		cs.requests++
 	}
-	if len(r.entries) == 0 {
+	if len(r.entries) == 0 || allowed {
 		return false
 	}
 	applied := false
 	best := (*Mitigation)(nil)
+	// Rules keyed alike match with the same key: ask once per key.
+	var lastKey uint64
+	known, has := false, false
 	for _, it := range items {
 		if !it.Mitigate {
+			continue
+		}
+		if !known || it.Key != lastKey {
+			_, has = r.keyed[it.Key]
+			lastKey, known = it.Key, true
+		}
+		if !has {
 			continue
 		}
 		e := r.entries[reportKey{it.Rule, it.Key}]

@@ -20,6 +20,9 @@ import (
 type Store interface {
 	LookupRule(key uint64, rule string, now time.Time) (mitigation.Mitigation, bool)
 	Add(m mitigation.Mitigation, now time.Time) (mitigation.Mitigation, bool, error)
+	// Allowlisted reports whether the allowlist covers a request, whatever
+	// a mitigation's scope (consulted only for a Report).
+	Allowlisted(e *characteristics.Event) bool
 }
 
 // Joiner attaches fingerprints sniffed from the same connection to an event.
@@ -92,6 +95,9 @@ type eventRef struct {
 	lo, hi uint32
 	client netip.Addr
 	reqID  uint64 // hash of $request_id when Counted is set; 0 none
+	// allowed: the store's allowlist covers the request (only worked out
+	// for a report): the decision API would give it no action.
+	allowed bool
 }
 
 type batch struct {
@@ -325,6 +331,9 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
 		lo := uint32(len(b.m.Items))
 		p.engine.Prepare(ev, &b.m)
 		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP}
+		if cfg.Report != nil {
+			r.allowed = cfg.Store.Allowlisted(ev)
+		}
 		if cfg.Counted != nil {
 			if id, ok := ev.Var("request_id"); ok && id != "" && id != "-" {
 				r.reqID = counting.HashString(id) | 1 // never 0
@@ -388,7 +397,7 @@ func (s *sequencer) apply(b *batch) {
 		for i := range s.trips {
 			s.trip(p, &s.trips[i], storeNow)
 		}
-		if cfg.Report != nil && cfg.Report.judge(p, e.client, t, items, b.m.Keys) {
+		if cfg.Report != nil && cfg.Report.judge(p, e.client, e.allowed, t, items, b.m.Keys) {
 			s.st.Mitigated++
 		}
 	}
@@ -434,12 +443,8 @@ func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 	} else if held, ok := cfg.Store.LookupRule(scopeKey(tr), tr.Rule.Name, now); ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires) {
 		return
 	}
-	fields := tr.Scope()
-	sc := make(mitigation.Scope, len(fields))
-	for i, f := range fields {
-		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
-	}
-	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: "rule"}, now)
+	sc := mitigation.Scope(tr.Scope()) // a fresh slice: the store may keep it
+	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: mitigation.OriginRule}, now)
 	if err != nil {
 		if now.Sub(s.lastAdd) > 10*time.Second || now.Before(s.lastAdd) {
 			s.lastAdd = now

@@ -609,6 +609,7 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 	if _, ok := custom["distinct"]; ok {
 		mr.fail("distinct", "not for action throttle: a throttle rule counts requests")
 	}
+	r.MitigationTimeout = 0 // no mitigation is ever made
 	if _, ok := custom["mitigation_timeout"]; ok {
 		mr.fail("mitigation_timeout", "has no meaning for action throttle: a throttle rule refuses requests one by one and makes no mitigation")
 	}

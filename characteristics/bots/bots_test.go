@@ -149,3 +149,54 @@ func FuzzParseStacks(f *testing.F) {
 		}
 	})
 }
+
+// maybeCrawlerSlow is maybeCrawler as a search per needle, the reference.
+func maybeCrawlerSlow(ua string) bool {
+	for _, n := range crawlerNeedles {
+		if strings.Contains(ua, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMaybeCrawler(t *testing.T) {
+	for _, ua := range []string{
+		"", "b", "bo", "bot", "xbo", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+		"facebookexternalhit/1.1", "Mozilla/5.0 (compatible; YandexBot/3.0)", "Slack Preview", "ccrawl", "spide",
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0)", "externa", "Yande", "\xffbot",
+	} {
+		if got, want := maybeCrawler(ua), maybeCrawlerSlow(ua); got != want {
+			t.Errorf("maybeCrawler(%q) = %v, want %v", ua, got, want)
+		}
+	}
+}
+
+func FuzzMaybeCrawler(f *testing.F) {
+	f.Add("Mozilla/5.0 (compatible; Googlebot/2.1)")
+	f.Add("curl/8.5.0")
+	f.Fuzz(func(t *testing.T, ua string) {
+		if got, want := maybeCrawler(ua), maybeCrawlerSlow(ua); got != want {
+			t.Errorf("maybeCrawler(%q) = %v, want %v", ua, got, want)
+		}
+	})
+}
+
+func BenchmarkMaybeCrawler(b *testing.B) {
+	for _, ua := range []string{
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1",
+	} {
+		b.Run("onepass", func(b *testing.B) {
+			for b.Loop() {
+				maybeCrawler(ua)
+			}
+		})
+		b.Run("contains", func(b *testing.B) {
+			for b.Loop() {
+				maybeCrawlerSlow(ua)
+			}
+		})
+	}
+}

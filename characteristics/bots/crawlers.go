@@ -154,12 +154,31 @@ func (c *Crawlers) Check(ua string, addr netip.Addr) (name string, verified bool
 	return "", false
 }
 
-// maybeCrawler is a cheap filter: every crawler token of the embedded table
-// and of the published lists contains one of these; a file whose tokens do
-// not is still checked token by token, only slower. Most user agents are
-// browsers' and contain none of them.
+// crawlerNeedles are the substrings of maybeCrawler: every crawler token of
+// the embedded table and of the published lists contains one of them; a file
+// whose tokens do not is still checked token by token, only slower. No two
+// start with the same byte.
+var crawlerNeedles = [...]string{"bot", "Bot", "spider", "crawl", "external", "Google", "Preview", "facebook", "Yandex"}
+
+// crawlerFirst maps a byte to 1 + the index of the needle starting with it.
+var crawlerFirst = func() (t [256]uint8) {
+	for i, n := range crawlerNeedles {
+		if t[n[0]] != 0 {
+			panic("bots: two crawler needles start with " + n[:1])
+		}
+		t[n[0]] = uint8(i + 1)
+	}
+	return t
+}()
+
+// maybeCrawler is a cheap filter, run on every event: whether ua contains
+// one of crawlerNeedles. Most user agents are browsers' and contain none of
+// them; one pass over ua costs less than a search per needle.
 func maybeCrawler(ua string) bool {
-	return strings.Contains(ua, "bot") || strings.Contains(ua, "Bot") || strings.Contains(ua, "spider") ||
-		strings.Contains(ua, "crawl") || strings.Contains(ua, "external") || strings.Contains(ua, "Google") ||
-		strings.Contains(ua, "Preview") || strings.Contains(ua, "facebook") || strings.Contains(ua, "Yandex")
+	for i := 0; i < len(ua); i++ {
+		if k := crawlerFirst[ua[i]]; k != 0 && strings.HasPrefix(ua[i:], crawlerNeedles[k-1]) {
+			return true
+		}
+	}
+	return false
 }

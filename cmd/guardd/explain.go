@@ -193,7 +193,7 @@ func toScope(fs []characteristics.Field) mitigation.Scope {
 // operator deletes m: the rule trips again only if the client goes over the
 // limit anew, and the log says so.
 func (d *daemon) deleted(m mitigation.Mitigation) {
-	if m.Origin != "rule" {
+	if m.Origin != mitigation.OriginRule {
 		return
 	}
 	eng := d.pipes.Load().Engine()

@@ -14,6 +14,7 @@ import (
 	"github.com/guardd/guardd/mitigation/fleet"
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/engine"
 )
 
 // fleetParts are the daemon's fleet-mode components (docs/fleet.md): the
@@ -61,6 +62,21 @@ func (f *fleetParts) newCounter(r *rules.Rule, lim counting.Limit) (throttle.Cou
 		return nil, err
 	}
 	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode})
+}
+
+// engineCounter is pipeline.BuildOptions.NewCounter: detection rules
+// count fleet-wide too. nil without fleet mode.
+func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (engine.Counter, error) {
+	if f == nil {
+		return nil
+	}
+	return func(r *rules.Rule, lim counting.Limit) (engine.Counter, error) {
+		mode, err := redis.ParseOnError(r.OnStoreError)
+		if err != nil {
+			return nil, err
+		}
+		return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode, Detection: true})
+	}
 }
 
 func (f *fleetParts) run(ctx context.Context, g *errgroup.Group) {

@@ -5,9 +5,11 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/counting/redis/redistest"
 	"github.com/guardd/guardd/mitigation"
 )
@@ -47,4 +49,37 @@ func TestDaemonFleet(t *testing.T) {
 		code, dec := ds[1].decide(t, "203.0.113.77", "/")
 		return code == code0 && dec == dec0
 	})
+
+	// The test rule trips at more than 5 failed logins a minute: three on
+	// each node trip it fleet-wide, and both nodes block the address.
+	now = time.Now()
+	for i := range 3 {
+		ds[0].appendLines(t, logLine("198.51.100.9", "/login", 401, now.Add(time.Duration(i)*time.Millisecond)))
+	}
+	ds[0].waitFor(t, "edge-1's three failures in Redis", func() bool {
+		v, _ := srv.Cmd("HGET", "guardd:{test_login:"+redisKeyOf(t, "198.51.100.9")+"}", "c")
+		return v == "3"
+	})
+	for i := range 3 {
+		ds[1].appendLines(t, logLine("198.51.100.9", "/login", 401, now.Add(time.Duration(3+i)*time.Millisecond)))
+	}
+	// edge-2 learns the fleet-wide count at its flush (a node sees the
+	// others' events up to a flush interval late); the next failure trips.
+	ds[1].waitFor(t, "all six failures in Redis", func() bool {
+		v, _ := srv.Cmd("HGET", "guardd:{test_login:"+redisKeyOf(t, "198.51.100.9")+"}", "c")
+		return v == "6"
+	})
+	ds[1].appendLines(t, logLine("198.51.100.9", "/login", 401, now.Add(6*time.Millisecond)))
+	for i, td := range ds {
+		td.waitFor(t, fmt.Sprintf("edge-%d to block the fleet-wide brute force", i+1), func() bool {
+			code, _ := td.decide(t, "198.51.100.9", "/")
+			return code == code0
+		})
+	}
+}
+
+// redisKeyOf is the hex key of a one-characteristic rule's counter for v.
+func redisKeyOf(t *testing.T, v string) string {
+	t.Helper()
+	return strconv.FormatUint(counting.Hash(append([]byte(v), 0xff)), 16)
 }

@@ -150,7 +150,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if d.fleet, err = newFleet(cfg, d.store, reg, logger); err != nil {
 		return fail(err)
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()})
 	if err != nil {
 		return fail(err)
 	}
@@ -414,7 +414,7 @@ func (d *daemon) reload() {
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
 		return
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()})
 	if err != nil {
 		d.reloaded(false)
 		d.log.Error("reload failed; keeping the running configuration", "err", err)

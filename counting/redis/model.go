@@ -43,6 +43,12 @@ type Rule struct {
 	// OnError is what the rule's requests get while Redis is unreachable
 	// or slower than its deadline.
 	OnError OnError
+	// Detection makes the counter a detector's (the rule engine's): every
+	// event is counted, no lease is asked for, and Exceeded says the
+	// fleet-wide count as last read back plus this node's unsent events is
+	// over the limit. A log line cannot be refused, so there is nothing to
+	// reserve; a node may see another's events up to a flush interval late.
+	Detection bool
 }
 
 // OnError is a rule's behaviour while the fleet store is unavailable.

@@ -511,6 +511,20 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	mode := "fleet"
 	kick := false
 	switch {
+	case c.rule.Detection:
+		extra := ks.extra + ks.fly
+		if !healthy {
+			extra = ks.extra*nodes + ks.fly
+			mode = "local"
+		}
+		var consume bool
+		r, consume = c.p.judge(st, rnow, extra, n)
+		if consume {
+			if ks.extra == 0 {
+				ks.extraAt = rnow
+			}
+			ks.extra += n
+		}
 	case ks.lease >= n:
 		// Admitted on the lease; the view shows the unused part of it as
 		// free.
@@ -660,7 +674,7 @@ func (c *Counter) collect(b *batch, nowNS int64) {
 			// lease above twice the ask goes back: a node that sees little
 			// of a key's traffic does not sit on budget the others need.
 			want := 0.0
-			if active {
+			if active && !c.rule.Detection {
 				want = max(1, 2*ks.demand)
 				if ks.have && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
 					back := ks.lease - want

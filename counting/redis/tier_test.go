@@ -222,3 +222,33 @@ func TestParse(t *testing.T) {
 		t.Error("sentinel without master_name accepted")
 	}
 }
+
+// TestDetection: a detector's counter counts every event, never refuses
+// for want of a lease, and sees the other nodes' events after a flush.
+func TestDetection(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	fa, _ := newTestFleet(t, "a", st, &clock)
+	fb, _ := newTestFleet(t, "b", st, &clock)
+	rule := Rule{Name: "det", Limit: counting.Limit{Period: time.Minute, Requests: 5}, Detection: true}
+	a, _ := fa.Counter(rule)
+	b, _ := fb.Counter(rule)
+	now := clock.UnixNano()
+	for range 3 {
+		if a.Add(1, 1, now).Exceeded {
+			t.Fatal("node a over after at most 3 of 5")
+		}
+	}
+	fa.Flush(context.Background())
+	b.Add(1, 1, now) // b learns of the key's fleet count at its next flush
+	fb.Flush(context.Background())
+	b.Add(1, 1, now)
+	if r := b.Add(1, 1, now); !r.Exceeded {
+		t.Errorf("node b: 6th event fleet-wide not over the limit of 5: %+v", r)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if g := st.state["guardd:{det:1}"].Grant; g != 0 {
+		t.Errorf("a detector was granted a lease: %v", g)
+	}
+}

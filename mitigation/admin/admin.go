@@ -183,7 +183,7 @@ func (a *api) add(w http.ResponseWriter, r *http.Request) {
 		rule = "manual: " + req.Reason
 	}
 	now := a.cfg.Now()
-	m, ok, err := a.cfg.Store.Add(mitigation.Mitigation{Rule: rule, Action: action, Scope: sc, Expires: now.Add(dur), Origin: "api"}, now)
+	m, ok, err := a.cfg.Store.Add(mitigation.Mitigation{Rule: rule, Action: action, Scope: sc, Expires: now.Add(dur), Origin: mitigation.OriginAPI}, now)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, err.Error())
 		return

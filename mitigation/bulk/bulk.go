@@ -232,7 +232,7 @@ func readList(r io.Reader, d Defaults, now time.Time) ([]mitigation.Mitigation, 
 
 // mitigation turns rec into a canonical Mitigation.
 func (rec record) mitigation(d Defaults, now time.Time) (mitigation.Mitigation, error) {
-	m := mitigation.Mitigation{Rule: rec.Rule, Action: d.Action, Origin: "api"}
+	m := mitigation.Mitigation{Rule: rec.Rule, Action: d.Action, Origin: mitigation.OriginAPI}
 	if m.Rule == "" {
 		m.Rule = d.Rule
 	}
@@ -320,7 +320,7 @@ func Write(w io.Writer, f Format, ms []mitigation.Mitigation) (skipped int, err 
 		for _, m := range ms {
 			sc, _ := json.Marshal(m.Scope)
 			cw.Write([]string{fmt.Sprint(m.ID), m.Rule, m.Action.String(), string(sc),
-				m.Created.UTC().Format(time.RFC3339Nano), m.Expires.UTC().Format(time.RFC3339Nano), m.Origin})
+				m.Created.UTC().Format(time.RFC3339Nano), m.Expires.UTC().Format(time.RFC3339Nano), string(m.Origin)})
 		}
 		cw.Flush()
 		if err := cw.Error(); err != nil {

@@ -297,8 +297,8 @@ type decision struct {
 
 // crowdsecOrigin names guardd's origins in the words bouncers filter on:
 // a rule is the detection engine ("crowdsec"), a person is "cscli".
-func crowdsecOrigin(o string) string {
-	if o == "" || o == "rule" {
+func crowdsecOrigin(o mitigation.Origin) string {
+	if o == "" || o == mitigation.OriginRule {
 		return "crowdsec"
 	}
 	return "cscli"
@@ -312,7 +312,7 @@ func (s *Server) toDecision(m *mitigation.Mitigation) (decision, bool) {
 	if len(m.Scope) != 1 || int(m.Action) >= len(s.types) || s.types[m.Action] == typeNone {
 		return decision{}, false
 	}
-	d := decision{id: m.ID, typ: s.types[m.Action], rule: m.Rule, origin: crowdsecOrigin(m.Origin), guarddOrigin: m.Origin, expires: m.Expires}
+	d := decision{id: m.ID, typ: s.types[m.Action], rule: m.Rule, origin: crowdsecOrigin(m.Origin), guarddOrigin: string(m.Origin), expires: m.Expires}
 	switch p := m.Scope[0]; p.Name {
 	case "ip.src":
 		a, err := netip.ParseAddr(p.Value)

@@ -295,7 +295,7 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 		if !found || m.Action == mitigation.ActionLog {
 			continue
 		}
-		if m.Origin == "rule" {
+		if m.Origin == mitigation.OriginRule {
 			// A rule's mitigation applies only to requests its mitigation
 			// expression matches.
 			ri, known := st.index[m.Rule]

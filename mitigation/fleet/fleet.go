@@ -182,7 +182,7 @@ func (s *Sync) collect() {
 		}
 		delete(s.applied, m.ID)
 		b, err := json.Marshal(wire{Node: s.cfg.Node, Rule: m.Rule, Action: m.Action, Scope: m.Scope,
-			Created: m.Created, Expires: m.Expires, Origin: m.Origin, Published: now})
+			Created: m.Created, Expires: m.Expires, Origin: string(m.Origin), Published: now})
 		if err != nil {
 			s.log.Warn("mitigation/fleet: encode", "rule", m.Rule, "err", err)
 			continue
@@ -354,7 +354,7 @@ func (s *Sync) apply(c redis.Change, load bool) {
 		return
 	}
 	m, held, err := s.store.Add(mitigation.Mitigation{Rule: w.Rule, Action: w.Action, Scope: sc,
-		Created: w.Created, Expires: w.Expires, Origin: w.Origin}, now)
+		Created: w.Created, Expires: w.Expires, Origin: mitigation.Origin(w.Origin)}, now)
 	if err != nil || !held {
 		if err != nil {
 			s.log.Warn("mitigation/fleet: apply", "field", c.Field, "err", err)
