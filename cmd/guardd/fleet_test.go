@@ -58,24 +58,40 @@ func TestDaemonFleet(t *testing.T) {
 	}
 	ds[0].waitFor(t, "edge-1's three failures in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{test_login:"+redisKeyOf(t, "198.51.100.9")+"}", "c")
-		return v == "3"
+		n, _ := strconv.ParseFloat(v, 64)
+		return n >= 3
 	})
 	for i := range 3 {
 		ds[1].appendLines(t, logLine("198.51.100.9", "/login", 401, now.Add(time.Duration(3+i)*time.Millisecond)))
 	}
-	// edge-2 learns the fleet-wide count at its flush (a node sees the
-	// others' events up to a flush interval late); the next failure trips.
+	// edge-2 learns the fleet-wide count at its next flush (a node sees the
+	// others' events up to a flush interval late, later if a flush misses
+	// its deadline on a busy machine); the brute force goes on, and a
+	// failure after that trips the rule.
 	ds[1].waitFor(t, "all six failures in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{test_login:"+redisKeyOf(t, "198.51.100.9")+"}", "c")
-		return v == "6"
+		n, _ := strconv.ParseFloat(v, 64)
+		// More than 6 when a flush that missed its deadline on a busy
+		// machine was applied all the same and sent again (an over-count,
+		// as docs/fleet.md says).
+		return n >= 6
 	})
-	ds[1].appendLines(t, logLine("198.51.100.9", "/login", 401, now.Add(6*time.Millisecond)))
-	for i, td := range ds {
-		td.waitFor(t, fmt.Sprintf("edge-%d to block the fleet-wide brute force", i+1), func() bool {
-			code, _ := td.decide(t, "198.51.100.9", "/")
-			return code == code0
-		})
+	more := 0
+	ds[1].waitFor(t, "edge-2 to block the fleet-wide brute force", func() bool {
+		code, _ := ds[1].decide(t, "198.51.100.9", "/")
+		if code != code0 {
+			more++
+			ds[1].appendLines(t, logLine("198.51.100.9", "/login", 401, time.Now()))
+		}
+		return code == code0
+	})
+	if more > 20 {
+		t.Errorf("edge-2 tripped only after %d more failures", more)
 	}
+	ds[0].waitFor(t, "edge-1 to block it too", func() bool {
+		code, _ := ds[0].decide(t, "198.51.100.9", "/")
+		return code == code0
+	})
 }
 
 // redisKeyOf is the hex key of a one-characteristic rule's counter for v.
