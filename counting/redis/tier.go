@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/guardd/guardd/counting"
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,8 +83,11 @@ type Fleet struct {
 	nodes   atomic.Int64 // live nodes, >= 1
 	kick    chan struct{}
 
-	mu       sync.Mutex
-	counters []*Counter
+	mu sync.Mutex
+	// counters are the rules' counters, held weakly: a counter its rule
+	// set no longer references (the rule was removed or changed on a
+	// reload) is collected and leaves the flush loop.
+	counters []weak.Pointer[Counter]
 	seq      uint64
 	lastBeat time.Time
 	lastOK   atomic.Int64  // unix ns of the last successful round trip
@@ -158,11 +162,22 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	return f, nil
 }
 
-// Counter returns the fleet-wide counter of one rule.
+// Counter returns the fleet-wide counter of one rule: the one made before
+// for the same Rule if it is still in use (a reload that keeps a rule keeps
+// its counts and leases), else a new one. A counter nobody references any
+// more leaves the flush loop once the garbage collector has freed it, so
+// the counters of rules removed by reloads do not pile up.
 func (f *Fleet) Counter(r Rule) (*Counter, error) {
 	p, err := newParams(r)
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.counters {
+		if c := w.Value(); c != nil && c.rule == r {
+			return c, nil
+		}
 	}
 	c := &Counter{f: f, rule: r, p: p, prefix: "guardd:{" + r.Name + ":"}
 	c.perShard = max(f.cfg.MaxKeys/counterShards, 1)
@@ -174,10 +189,31 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 	}
 	c.fleetDecisions = f.met.decisions.WithLabelValues("fleet")
 	c.leaseDecisions = f.met.decisions.WithLabelValues("lease_wait")
-	f.mu.Lock()
-	f.counters = append(f.counters, c)
-	f.mu.Unlock()
+	f.counters = append(f.counters, weak.Make(c))
 	return c, nil
+}
+
+// live returns the counters still in use and forgets the others.
+// f.mu must be held.
+func (f *Fleet) liveLocked() []*Counter {
+	out := make([]*Counter, 0, len(f.counters))
+	keep := f.counters[:0]
+	for _, w := range f.counters {
+		if c := w.Value(); c != nil {
+			out = append(out, c)
+			keep = append(keep, w)
+		}
+	}
+	clear(f.counters[len(keep):])
+	f.counters = keep
+	return out
+}
+
+// Counters returns how many counters are in the flush loop.
+func (f *Fleet) Counters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.liveLocked())
 }
 
 // Healthy reports whether counts are fleet-wide now (the breaker is
@@ -236,7 +272,7 @@ func (f *Fleet) Flush(ctx context.Context) {
 		}
 	}
 	f.mu.Lock()
-	counters := f.counters
+	counters := f.liveLocked()
 	f.seq++
 	member := f.cfg.Node + ":" + strconv.FormatUint(f.seq, 10)
 	f.mu.Unlock()

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -251,4 +252,49 @@ func TestDetection(t *testing.T) {
 	if g := st.state["guardd:{det:1}"].Grant; g != 0 {
 		t.Errorf("a detector was granted a lease: %v", g)
 	}
+}
+
+// TestCounterReuseAndRelease: asking again for the same rule (a reload that
+// keeps it) returns the counter in use, with its counts; a counter nobody
+// references (its rule was removed or changed) leaves the flush loop, so
+// reloads do not pile counters up.
+func TestCounterReuseAndRelease(t *testing.T) {
+	clock := t0
+	f, _ := newTestFleet(t, "a", newFakeStore(clock), &clock)
+	rule := Rule{Name: "keep", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: time.Minute, Requests: 10}}
+	keep, err := f.Counter(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep.Add(1, 3, clock.UnixNano())
+	for reload := range 50 {
+		again, err := f.Counter(rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != keep {
+			t.Fatalf("reload %d: a new counter for an unchanged rule", reload)
+		}
+		// A rule that exists for one reload only, then is gone.
+		gone, err := f.Counter(Rule{Name: "gone", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 10 + float64(reload)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone.Add(2, 1, clock.UnixNano())
+		f.Flush(context.Background())
+	}
+	if r := keep.Add(1, 0, clock.UnixNano()); r.Count != 3 {
+		t.Errorf("kept counter's count = %v, want 3", r.Count)
+	}
+	// The dropped counters are freed by the garbage collector, then
+	// forgotten: poll with a deadline.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Counters() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d counters in the flush loop after 50 reloads, want 1", f.Counters())
+		}
+		runtime.GC()
+	}
+	f.Flush(context.Background())
+	runtime.KeepAlive(keep)
 }
