@@ -298,3 +298,71 @@ func TestCounterReuseAndRelease(t *testing.T) {
 	f.Flush(context.Background())
 	runtime.KeepAlive(keep)
 }
+
+// TestAddAllocs: a decision allocates nothing once its key is known, the
+// flush loop's list of keys to look at included (it reuses its array).
+func TestAddAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clock := t0
+	f, _ := newTestFleet(t, "a", newFakeStore(clock), &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 1e9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.UnixNano()
+	const keys = 1024
+	for k := range uint64(keys) {
+		c.Add(k*0x9e3779b97f4a7c15, 1, now)
+	}
+	f.Flush(context.Background())
+	f.Flush(context.Background())
+	i := uint64(0)
+	if n := testing.AllocsPerRun(10*keys, func() {
+		c.Add(i%keys*0x9e3779b97f4a7c15, 1, now)
+		i++
+		if i%keys == 0 {
+			f.Flush(context.Background())
+		}
+	}); n > 0.01 {
+		t.Errorf("Add: %v allocations per call", n)
+	}
+}
+
+// TestFlushLooksAtUsedKeys: a flush sends for keys used since the last
+// one, hands back the lease of a key idle since then, and a quiet key with
+// a lease is still looked at by the periodic full pass (its window rolled:
+// the lease goes back).
+func TestFlushLooksAtUsedKeys(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, reg := newTestFleet(t, "a", st, &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: time.Second, Requests: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func() float64 { return testutil.ToFloat64(f.met.keys) }
+	_ = reg
+	for k := range uint64(100) {
+		c.Add(k, 1, clock.UnixNano())
+	}
+	f.Flush(context.Background())
+	if got := keys(); got != 100 {
+		t.Fatalf("first flush: %v keys sent, want 100", got)
+	}
+	// Nothing used: nothing sent, whatever the number of flushes.
+	for range 3 * fullEvery {
+		f.Flush(context.Background())
+	}
+	if got := keys(); got != 100 {
+		t.Fatalf("idle flushes sent %v keys, want none", got-100)
+	}
+	// The window rolls; the full pass hands every lease back.
+	clock = clock.Add(1500 * time.Millisecond)
+	before := keys()
+	f.Flush(context.Background()) // a full pass: a second since the last
+	if got := keys() - before; got != 100 {
+		t.Fatalf("full pass sent %v keys, want 100 (leases of the old window handed back)", got)
+	}
+}
