@@ -29,6 +29,8 @@ func TestCheck(t *testing.T) {
 		out  []string
 	}{
 		{"good", []string{"--config", good}, 0, []string{good + ": ok", "test_login", "login_bruteforce", "inputs: nginx logs /nonexistent/access.log", "CrowdSec bouncer API on 127.0.0.1:9482", "warning: sources.nginx.paths: nothing matches"}},
+		{"fleet names the rules counted per node", []string{write("fleet.yaml", "sources: {nginx: {paths: [/x]}}\nfleet: {node: a, redis: {addresses: [\"127.0.0.1:1\"]}}\n")}, 0,
+			[]string{"fleet: counted on each node alone, not fleet-wide:", "login_bruteforce (windows)", "scan_404 (distinct)"}},
 		{"good, file as argument", []string{good}, 0, []string{good + ": ok"}},
 		{"unknown key names its line", []string{"--config", write("unknown.yaml", "sources: {nginx: {paths: [/x]}}\nadmn:\n  listen: x\n")}, 1, []string{"unknown.yaml:2:", "admn"}},
 		{"bad rule", []string{"--config", write("badrule.yaml", "sources: {nginx: {paths: [/x]}}\nrules: {dirs: ["+badRules+"]}\n")}, 1, []string{"bad.rego:"}},
