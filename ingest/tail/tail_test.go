@@ -200,6 +200,14 @@ func TestRotateCopyTruncate(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			// Each truncation is to be seen on its own: wait until the
+			// tailer has read the file's new first line, which no copy
+			// holds yet, rather than guess it looks within 60 ms. (Two
+			// truncations seen at once are TestCopyTruncateBacklog's.)
+			if !waitRead(c, path) {
+				t.Errorf("rotation %d: the tailer never read the truncated file's first line", r+1)
+				return
+			}
 		}
 	}()
 	for done := false; !done; {
@@ -221,6 +229,36 @@ func TestRotateCopyTruncate(t *testing.T) {
 	if st.Truncations != rotations {
 		t.Errorf("truncations = %d, want %d", st.Truncations, rotations)
 	}
+}
+
+// waitRead polls, with a deadline, until the writer has put a whole line at
+// the start of path and c has read it.
+func waitRead(c *collector, path string) bool {
+	first := -1
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if first < 0 {
+			b := make([]byte, 10)
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			n, _ := io.ReadFull(f, b)
+			f.Close()
+			if n < 10 || b[9] != '\n' {
+				continue
+			}
+			if first, err = strconv.Atoi(string(b[:9])); err != nil {
+				return false
+			}
+		}
+		c.mu.Lock()
+		read := c.count[first] > 0
+		c.mu.Unlock()
+		if read {
+			return true
+		}
+	}
+	return false
 }
 
 func copyFile(t *testing.T, from, to string) {
