@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -449,35 +450,15 @@ func (c *Config) Warnings() []string {
 
 // loopback reports whether a host:port listens on loopback only.
 func loopback(hostport string) bool {
-	host := hostport
-	if i := lastColon(hostport); i >= 0 {
-		host = hostport[:i]
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
 	}
-	host = trimBrackets(host)
 	if host == "localhost" {
 		return true
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.IsLoopback()
-}
-
-func lastColon(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			return i
-		}
-		if s[i] == ']' {
-			return -1
-		}
-	}
-	return -1
-}
-
-func trimBrackets(s string) string {
-	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {
-		return s[1 : len(s)-1]
-	}
-	return s
 }
 
 // Allowlist builds the mitigation allowlist, checking characteristic names.

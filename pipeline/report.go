@@ -295,37 +295,25 @@ func (r *Report) Clients() []Client {
 	if r.clients == nil {
 		return nil
 	}
-	addrs := map[netip.Addr][]string{}
-	prefixes := map[int]map[netip.Prefix][]string{}
+	// Address and prefix mitigations by prefix length: a client is covered
+	// where its address, cut to that length, is a key.
+	nets := map[int]map[netip.Prefix][]string{}
 	for _, e := range r.entries {
 		if e.Action == mitigation.ActionLog || len(e.Scope) != 1 {
 			continue
 		}
-		switch e.Scope[0].Name {
-		case "ip.src":
-			if a, err := netip.ParseAddr(e.Scope[0].Value); err == nil {
-				a = a.Unmap()
-				addrs[a] = append(addrs[a], e.Rule)
+		if p, ok := mitigation.Network(e.Scope[0]); ok {
+			if nets[p.Bits()] == nil {
+				nets[p.Bits()] = map[netip.Prefix][]string{}
 			}
-		case "ip.src.prefix":
-			if p, err := netip.ParsePrefix(e.Scope[0].Value); err == nil {
-				p = p.Masked()
-				if prefixes[p.Bits()] == nil {
-					prefixes[p.Bits()] = map[netip.Prefix][]string{}
-				}
-				prefixes[p.Bits()][p] = append(prefixes[p.Bits()][p], e.Rule)
-			}
+			nets[p.Bits()][p] = append(nets[p.Bits()][p], e.Rule)
 		}
 	}
 	var out []Client
 	for a, cs := range r.clients {
 		c := Client{Addr: a, Requests: cs.requests, Actioned: cs.actioned, Actions: cs.actions, Rules: slices.Clone(cs.rules), Shadow: cs.shadow}
 		ua := a.Unmap()
-		if rs, ok := addrs[ua]; ok {
-			c.Mitigated = true
-			c.Rules = appendNew(c.Rules, rs)
-		}
-		for bits, ps := range prefixes {
+		for bits, ps := range nets {
 			if p, err := ua.Prefix(bits); err == nil {
 				if rs, ok := ps[p]; ok {
 					c.Mitigated = true

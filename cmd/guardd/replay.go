@@ -16,10 +16,10 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/report"
@@ -187,31 +187,15 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// scopeJSON keeps the rule's characteristic order in the JSON object.
-type scopeJSON []characteristics.Field
-
-func (s scopeJSON) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
-	for i, f := range s {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		k, _ := json.Marshal(f.Name)
-		v, _ := json.Marshal(f.Value)
-		b = append(append(append(b, k...), ':'), v...)
-	}
-	return append(b, '}'), nil
-}
-
 type mitigationJSON struct {
-	Rule      string    `json:"rule"`
-	Action    string    `json:"action"`
-	Scope     scopeJSON `json:"scope"`
-	FirstSeen string    `json:"first_seen"`
-	LastSeen  string    `json:"last_seen"`
-	Count     int64     `json:"count"`
-	Trips     int64     `json:"trips"`
-	Expires   string    `json:"expires"`
+	Rule      string           `json:"rule"`
+	Action    string           `json:"action"`
+	Scope     mitigation.Scope `json:"scope"` // in the rule's characteristic order
+	FirstSeen string           `json:"first_seen"`
+	LastSeen  string           `json:"last_seen"`
+	Count     int64            `json:"count"`
+	Trips     int64            `json:"trips"`
+	Expires   string           `json:"expires"`
 }
 
 func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, st replay.Stats, logs []string) error {
@@ -233,7 +217,7 @@ func writeMitigationsJSON(w io.Writer, ms []pipeline.Mitigation) {
 	enc.SetEscapeHTML(false)
 	for _, m := range ms {
 		enc.Encode(mitigationJSON{
-			Rule: m.Rule, Action: m.Action.String(), Scope: scopeJSON(m.Scope),
+			Rule: m.Rule, Action: m.Action.String(), Scope: m.Scope,
 			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
 			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
 		})

@@ -396,7 +396,7 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 		if lr.shadow {
 			if res.Exceeded {
 				lr.m.shadowRefused.Inc()
-				rs.lim.logShadow(lr, ev, res)
+				rs.lim.logShadow(lr, ev, res, t)
 			} else {
 				lr.m.allowed.Inc()
 			}
@@ -477,9 +477,9 @@ func (rs *Rules) classOf(m *rules.Matches) int {
 }
 
 // logShadow logs a refusal a shadow rule would have made, at most once a
-// second per rule; the metric counts every one.
-func (l *Limiter) logShadow(lr *limitRule, ev *characteristics.Event, res counting.Result) {
-	now := time.Now().UnixNano()
+// second per rule (of now, the decision's time in Unix nanoseconds); the
+// metric counts every one.
+func (l *Limiter) logShadow(lr *limitRule, ev *characteristics.Event, res counting.Result, now int64) {
 	last := lr.m.lastLog.Load()
 	if now-last < int64(time.Second) || !lr.m.lastLog.CompareAndSwap(last, now) {
 		return
