@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/rules"
 )
 
 func TestCheck(t *testing.T) {
@@ -49,5 +52,18 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPerNodeRules(t *testing.T) {
+	rs := []*rules.Rule{
+		{Name: "one_limit", Windows: []rules.Window{{}}},
+		{Name: "two_windows", Windows: []rules.Window{{}, {}}},
+		{Name: "scan", Distinct: &characteristics.Characteristic{}},
+		{Name: "in_flight", Concurrency: 4},
+	}
+	got := strings.Join(perNodeRules(rs), ", ")
+	if want := "two_windows (windows), scan (distinct), in_flight (concurrency)"; got != want {
+		t.Errorf("perNodeRules = %q, want %q", got, want)
 	}
 }
