@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/guardd/guardd/characteristics/mmdbtest"
+	"github.com/guardd/guardd/mitigation/nginxtest"
 )
 
 // snippet is one fenced block of a Markdown file.
@@ -143,19 +144,7 @@ func TestOneLogFormat(t *testing.T) {
 // server, map, geo) go in the http block, the others in a server block, both
 // beside the upstreams and the log format the docs tell you to define.
 func TestNginxSnippets(t *testing.T) {
-	nginx := ""
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if q, err := exec.LookPath(p); err == nil {
-			nginx = q
-			break
-		}
-	}
-	if nginx == "" {
-		if os.Getuid() == 0 {
-			t.Fatal("nginx is not installed (scripts/test.sh installs nginx-light)")
-		}
-		t.Skip("nginx is not installed")
-	}
+	nginx := nginxtest.Path(t)
 	httpLevel := regexp.MustCompile(`(?m)^(log_format|upstream|server\s*\{|map|geo|limit_req_zone|include)\b`)
 	n := 0
 	for _, s := range snippets(t) {

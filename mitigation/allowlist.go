@@ -70,14 +70,18 @@ func (a Allowlist) matchNet(f func(netip.Prefix) bool) bool {
 		}
 	}
 	for _, v := range a.Values {
-		if n, ok := valueNet(v); ok && f(n) {
+		if n, ok := Network(v); ok && f(n) {
 			return true
 		}
 	}
 	return false
 }
 
-func valueNet(v Pair) (netip.Prefix, bool) {
+// Network returns the network an ip.src or ip.src.prefix pair names: an
+// address as a one-address prefix, a prefix masked, IPv4-mapped forms as
+// IPv4. ok is false for other characteristics and for values that do not
+// parse.
+func Network(v Pair) (n netip.Prefix, ok bool) {
 	switch v.Name {
 	case nameIP:
 		a, err := netip.ParseAddr(v.Value)
@@ -149,7 +153,7 @@ func (a Allowlist) compile() (*eventMatcher, error) {
 		addNet(p)
 	}
 	for _, v := range a.Values {
-		if n, ok := valueNet(v); ok {
+		if n, ok := Network(v); ok {
 			addNet(n)
 			continue
 		}

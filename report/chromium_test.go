@@ -4,90 +4,19 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/guardd/guardd/report/chromiumtest"
 )
 
-// screenshot renders page (a file:// or http:// URL) in headless Chromium
-// with name resolution and every network fetch but page's own refused, and
-// returns the picture.
+// screenshot renders url in headless Chromium, with every network fetch
+// but the page's own refused, and returns the picture.
 func screenshot(t *testing.T, url string) image.Image {
 	t.Helper()
-	bin := ""
-	for _, b := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(b); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getuid() == 0 {
-			t.Fatal("chromium is not installed (scripts/test.sh installs Debian's chromium)")
-		}
-		t.Skip("chromium is not installed")
-	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "shot.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--no-first-run", "--disable-background-networking",
-		"--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1100,1600", "--screenshot="+out, url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\n%s", err, stderr.String())
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv("REPORT_SHOTS") != "" { // keep them to look at
-		b, _ := os.ReadFile(out)
-		os.WriteFile(filepath.Join(os.Getenv("REPORT_SHOTS"), t.Name()+".png"), b, 0o644)
-	}
-	return img
-}
-
-// pixels counts the pixels of img within 12 of the colour hex (#rrggbb).
-func pixels(img image.Image, hex string) int {
-	var want [3]int
-	for i := range want {
-		var v int
-		for _, c := range hex[1+2*i : 3+2*i] {
-			v = v*16 + int(bytes.IndexRune([]byte("0123456789abcdef"), c))
-		}
-		want[i] = v
-	}
-	n := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if abs(int(r>>8)-want[0]) <= 12 && abs(int(g>>8)-want[1]) <= 12 && abs(int(bl>>8)-want[2]) <= 12 {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
+	return chromiumtest.Screenshot(t, url, 1100, 1600, chromiumtest.Isolated...)
 }
 
 func writePage(t *testing.T, write func(*bytes.Buffer) error) string {
@@ -112,7 +41,7 @@ func TestChromiumReplayReport(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := replayFixture(t, c.attack)
 			img := screenshot(t, writePage(t, func(b *bytes.Buffer) error { return WriteReplayHTML(b, r) }))
-			blue, red, orange := pixels(img, ColorCounted), pixels(img, ColorTrips), pixels(img, ColorNear)
+			blue, red, orange := chromiumtest.Pixels(img, ColorCounted), chromiumtest.Pixels(img, ColorTrips), chromiumtest.Pixels(img, ColorNear)
 			t.Logf("%s: %d blue, %d red, %d orange pixels", c.name, blue, red, orange)
 			if blue < 500 {
 				t.Errorf("counted requests not drawn: %d blue pixels", blue)
@@ -134,7 +63,7 @@ func TestChromiumReplayReport(t *testing.T) {
 // mitigations are drawn in proportion (2 block, 1 rate_limit, twice each).
 func TestChromiumStatusPage(t *testing.T) {
 	img := screenshot(t, writePage(t, func(b *bytes.Buffer) error { return WriteStatusHTML(b, statusFixture()) }))
-	green := pixels(img, ColorActive)
+	green := chromiumtest.Pixels(img, ColorActive)
 	t.Logf("%d green pixels", green)
 	// Bars: 260+130 px per table, 12 px high, two tables.
 	if green < 2*(260+130)*12*8/10 || green > 2*(260+130)*12*12/10 {

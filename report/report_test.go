@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"flag"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -162,3 +163,16 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestQuantile(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	cum := []float64{50, 90, 100}
+	for _, c := range []struct{ q, want float64 }{{0.5, 0.001}, {0.25, 0.0005}, {0.7, 0.0055}, {0.99, 0.091}} {
+		if got := Quantile(bounds, cum, 100, c.q); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("Quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if Quantile(bounds, cum, 0, 0.5) != 0 {
+		t.Error("empty histogram")
+	}
+}

@@ -1,9 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"html/template"
 	"io"
+	"slices"
 	"time"
+
+	"github.com/guardd/guardd/mitigation"
 )
 
 // Status is what the live status page shows.
@@ -54,4 +58,49 @@ var statusTmpl = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 // WriteStatusHTML writes the status page.
 func WriteStatusHTML(w io.Writer, s *Status) error {
 	return statusTmpl.Execute(w, s)
+}
+
+// Counts counts the mitigations ms per rule and action and per action, each
+// list ordered most first, then by rule and action, for Status.ByRule and
+// Status.ByAction.
+func Counts(ms []mitigation.Mitigation) (byRule, byAction []Count) {
+	perRule, perAction := map[[2]string]int{}, map[string]int{}
+	for _, m := range ms {
+		perRule[[2]string{m.Rule, m.Action.String()}]++
+		perAction[m.Action.String()]++
+	}
+	for k, n := range perRule {
+		byRule = append(byRule, Count{Rule: k[0], Action: k[1], N: n})
+	}
+	for a, n := range perAction {
+		byAction = append(byAction, Count{Action: a, N: n})
+	}
+	order := func(a, b Count) int {
+		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Action, b.Action))
+	}
+	slices.SortFunc(byRule, order)
+	slices.SortFunc(byAction, order)
+	return byRule, byAction
+}
+
+// Quantile estimates the q-quantile of n observations from a histogram's
+// upper bounds and cumulative bucket counts, linearly within the bucket,
+// as Prometheus' histogram_quantile does. It is 0 for an empty histogram.
+func Quantile(bounds, cum []float64, n, q float64) float64 {
+	if n <= 0 || len(bounds) == 0 {
+		return 0
+	}
+	rank := q * n
+	lower, below := 0.0, 0.0
+	for i, ub := range bounds {
+		if cum[i] >= rank {
+			in := cum[i] - below
+			if in <= 0 {
+				return ub
+			}
+			return lower + (ub-lower)*(rank-below)/in
+		}
+		lower, below = ub, cum[i]
+	}
+	return bounds[len(bounds)-1]
 }

@@ -392,6 +392,10 @@ func (tr *translator) cost(e *ast.Expr) int {
 	} else if t, ok := e.Terms.(*ast.Term); ok {
 		if ref, ok := t.Value.(ast.Ref); ok && ref.HasPrefix(ast.DefaultRootRef) {
 			c = 5 // a support rule
+		} else if ok && usuallyPresent(ref) {
+			// Cheap, but it holds (or, negated, fails) on almost every
+			// event: a selective test of the same cost decides sooner.
+			c = 4
 		}
 	}
 	for _, u := range tr.used {
@@ -400,6 +404,25 @@ func (tr *translator) cost(e *ast.Expr) int {
 		}
 	}
 	return c
+}
+
+// usuallyPresent reports whether ref is input.<field> for a field that
+// almost every request has (the request line's parts, the user agent, the
+// client's address and network) or almost never (a verified crawler).
+func usuallyPresent(ref ast.Ref) bool {
+	if !ref.HasPrefix(ast.InputRootRef) || len(ref) != 3 {
+		return false
+	}
+	a, ok1 := ref[1].Value.(ast.String)
+	b, ok2 := ref[2].Value.(ast.String)
+	if !ok1 || !ok2 {
+		return false
+	}
+	switch string(a) + "." + string(b) {
+	case "http.method", "http.path", "http.protocol", "http.user_agent", "ip.src", "ip.prefix", "ip.asnum", "bot.verified":
+		return true
+	}
+	return false
 }
 
 // expr compiles one residual expression. A nil cond with a nil error is an

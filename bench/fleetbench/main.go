@@ -44,8 +44,8 @@ import (
 type tb struct{ cleanups []func() }
 
 func (*tb) Helper()                   {}
-func (*tb) Fatalf(f string, a ...any) { log.Fatalf(f, a...) }
-func (*tb) Skipf(f string, a ...any)  { log.Fatalf("cannot run: "+f, a...) }
+func (*tb) Fatalf(f string, a ...any) { fatalf(f, a...) }
+func (*tb) Skipf(f string, a ...any)  { fatalf("cannot run: "+f, a...) }
 func (*tb) Logf(f string, a ...any)   { log.Printf(f, a...) }
 func (t *tb) Cleanup(f func())        { t.cleanups = append(t.cleanups, f) }
 func (*tb) TempDir() string           { d, _ := os.MkdirTemp("", "fleetbench"); return d }
@@ -54,6 +54,17 @@ func (t *tb) done() {
 	for _, f := range t.cleanups {
 		f()
 	}
+}
+
+// current holds the servers to stop before exiting on an error.
+var current *tb
+
+// fatalf stops every server started so far, then exits.
+func fatalf(format string, args ...any) {
+	if current != nil {
+		current.done()
+	}
+	log.Fatalf(format, args...)
 }
 
 var (
@@ -68,6 +79,7 @@ func main() {
 		what = []string{"throughput", "accuracy", "latency", "propagation", "single"}
 	}
 	t := &tb{}
+	current = t
 	defer t.done()
 	log.SetFlags(0)
 	for _, w := range what {
@@ -83,7 +95,7 @@ func main() {
 		case "single":
 			single()
 		default:
-			log.Fatalf("unknown measurement %q", w)
+			fatalf("unknown measurement %q", w)
 		}
 	}
 }
@@ -91,7 +103,7 @@ func main() {
 func conn(addr string) *redis.Conn {
 	c, err := redis.NewConn(redis.Options{Addresses: []string{addr}})
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	return c
 }
@@ -105,7 +117,7 @@ func stats(s *redistest.Server) redisStats {
 	f := func(sec, k string) float64 {
 		v, err := s.Info(sec, k)
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		x, _ := strconv.ParseFloat(v, 64)
 		return x
@@ -139,11 +151,11 @@ func startFleet(addr string, n int, rule redis.Rule, cfg redis.Config) []*fleetN
 		reg := prometheus.NewRegistry()
 		f, err := redis.New(cfg, conn(addr), reg, nil)
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		c, err := f.Counter(rule)
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		nd := &fleetNode{reg: reg, f: f, c: c, cancel: cancel, done: make(chan struct{})}
@@ -154,7 +166,7 @@ func startFleet(addr string, n int, rule redis.Rule, cfg redis.Config) []*fleetN
 	for _, nd := range out {
 		for nd.f.Status().LiveNodes < n {
 			if time.Now().After(deadline) {
-				log.Fatalf("nodes do not see each other: %+v", nd.f.Status())
+				fatalf("nodes do not see each other: %+v", nd.f.Status())
 			}
 			time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
 		}
@@ -272,7 +284,7 @@ func throughput(t *tb) {
 	// rueidis: a generous peer.
 	c := conn(srv.Addr)
 	if _, err := c.Heartbeat(context.Background(), "envoy", time.Second); err != nil { // connect before the callers start
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	events.Store(0)
 	before = stats(srv)
@@ -289,7 +301,7 @@ func throughput(t *tb) {
 					k := "guardd:{envoy:" + strconv.FormatUint(r.Uint64N(keys), 16) + "}"
 					op := redis.Op{Alg: counting.FixedWindow, Key: k, Delta: 1, Nodes: 1, Period: 60_000_000, Limit: 1000, Burst: 1000}
 					if err := c.Apply(context.Background(), []redis.Op{op}, st, errs); err != nil {
-						log.Fatal(err)
+						fatalf("%v", err)
 					}
 					n++
 				}
@@ -379,7 +391,7 @@ func accuracy(t *tb) {
 func delayProxy(target string, d time.Duration) (string, func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	var conns sync.WaitGroup
 	go func() {
@@ -478,11 +490,11 @@ func propagation(t *tb) {
 	for _, n := range []string{"a", "b"} {
 		st, err := mitigation.New(mitigation.Config{}, nil, nil)
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		s, err := fleet.New(fleet.Config{Node: n}, st, conn(srv.Addr), nil, nil)
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.Run(ctx) }()
@@ -522,7 +534,7 @@ func single() {
 	lim := counting.Limit{Period: time.Minute, Requests: 1e9}
 	tbl, err := counting.NewTable(counting.Config{Limit: lim})
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	measure := func(add func(k uint64, now int64)) float64 {
 		r := rand.New(rand.NewPCG(3, 4))

@@ -77,7 +77,7 @@ func (d *daemon) explain(addr netip.Addr) any {
 			out.Rules = append(out.Rules, st)
 			continue
 		}
-		st.Scope = toScope(engine.ScopeOf(rl, vals))
+		st.Scope = mitigation.Scope(engine.ScopeOf(rl, vals))
 		res, ok := eng.Peek(i, key, now)
 		if !ok {
 			st.Note = "its counter (fleet-wide or several windows) cannot be read without counting"
@@ -92,17 +92,11 @@ func (d *daemon) explain(addr netip.Addr) any {
 	return out
 }
 
-// covers reports whether the scope pair p holds addr.
+// covers reports whether the scope pair p (ip.src or ip.src.prefix) holds
+// addr.
 func covers(p mitigation.Pair, addr netip.Addr) bool {
-	switch p.Name {
-	case "ip.src":
-		a, err := netip.ParseAddr(p.Value)
-		return err == nil && a == addr
-	case "ip.src.prefix":
-		pf, err := netip.ParsePrefix(p.Value)
-		return err == nil && pf.Contains(addr)
-	}
-	return false
+	n, ok := mitigation.Network(p)
+	return ok && n.Contains(addr.Unmap().WithZone(""))
 }
 
 func runExplain(args []string, stdout, stderr io.Writer) int {
@@ -179,14 +173,6 @@ func writeExplain(w io.Writer, ex explainJSON) {
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%g\t%s\t%.0f%%%s\t\n", r.Rule, r.Action, r.Count, r.Limit, time.Duration(r.PeriodSeconds*float64(time.Second)), r.Ratio*100, over)
 	}
 	tw.Flush()
-}
-
-func toScope(fs []characteristics.Field) mitigation.Scope {
-	sc := make(mitigation.Scope, len(fs))
-	for i, f := range fs {
-		sc[i] = mitigation.Pair{Name: f.Name, Value: f.Value}
-	}
-	return sc
 }
 
 // deleted resets the count of the rule that made m for m's key, when an

@@ -9,16 +9,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/guardd/guardd/mitigation/nginxtest"
 )
 
 // The nginx configuration of the tests: docs/nginx.md's upstreams and
@@ -170,17 +170,7 @@ type stack struct {
 // startStack starts the stack; decision is YAML for guardd's decision key.
 func startStack(t *testing.T, decision string) *stack {
 	st := &stack{}
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/nginx"} {
-			if _, e := os.Stat(p); e == nil {
-				nginx = p
-			}
-		}
-	}
-	if nginx == "" {
-		t.Skip("nginx not installed")
-	}
+	nginx := nginxtest.Path(t)
 	dir := t.TempDir()
 	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st.appHits.Add(1)
@@ -223,27 +213,8 @@ shadowban:
 `, format, decision))
 	td := startDaemon(t, dir)
 
-	port := freePort(t)
-	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
-		"{{port}}", fmt.Sprint(port)).Replace(strings.Replace(nginxConf, "{{docs}}", docsNginx(t), 1))
-	confPath := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(confPath, []byte(conf), 0o644)
-	cmd := exec.Command(nginx, "-p", dir, "-c", confPath)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	port := nginxtest.FreePort(t)
+	nginxtest.Start(t, nginx, dir, testNginxConf(t, dir, td, appLn.Addr().String(), port))
 	st.td, st.base = td, fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHTTP(t, st.base+"/")
 	return st
@@ -276,19 +247,15 @@ func TestNginxDecisionCount(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+// testNginxConf is nginxConf with docs/nginx.md's server, pointed at td's
+// decision listener, the application at app and port, under dir.
+func testNginxConf(t *testing.T, dir string, td *testDaemon, app string, port int) string {
+	t.Helper()
+	return strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", app,
+		"{{port}}", fmt.Sprint(port)).Replace(strings.Replace(nginxConf, "{{docs}}", docsNginx(t), 1))
 }
 
-func client(src string) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 2 * time.Second}
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
-}
+func client(src string) *http.Client { return nginxtest.Client(src, 5*time.Second) }
 
 func doResp(t *testing.T, c *http.Client, method, url string) *http.Response {
 	t.Helper()

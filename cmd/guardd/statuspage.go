@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,23 +36,9 @@ func (s *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	st := &report.Status{Generated: now, Uptime: time.Since(d.started).Round(time.Second), Refresh: 5, TailLag: -1}
 	st.Rules = len(d.pipes.Load().Rules().Rules())
-	byRule, byAction := map[[2]string]int{}, map[string]int{}
-	for _, m := range d.store.List(now) {
-		st.Active++
-		byRule[[2]string{m.Rule, m.Action.String()}]++
-		byAction[m.Action.String()]++
-	}
-	for k, n := range byRule {
-		st.ByRule = append(st.ByRule, report.Count{Rule: k[0], Action: k[1], N: n})
-	}
-	for a, n := range byAction {
-		st.ByAction = append(st.ByAction, report.Count{Action: a, N: n})
-	}
-	order := func(a, b report.Count) int {
-		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Action, b.Action))
-	}
-	slices.SortFunc(st.ByRule, order)
-	slices.SortFunc(st.ByAction, order)
+	active := d.store.List(now)
+	st.Active = len(active)
+	st.ByRule, st.ByAction = report.Counts(active)
 	if t := d.lastEvent.Load(); t != 0 {
 		st.LastEvent = time.Unix(0, t).UTC()
 		st.TailLag = max(now.Sub(st.LastEvent).Seconds(), 0)
@@ -86,7 +70,7 @@ func (s *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n <= 0 { // nothing new: the figures since the start
 		delta, n = cur.buckets, cur.count
 	}
-	st.P50, st.P99 = quantile(cur.bounds, delta, n, 0.5), quantile(cur.bounds, delta, n, 0.99)
+	st.P50, st.P99 = report.Quantile(cur.bounds, delta, n, 0.5), report.Quantile(cur.bounds, delta, n, 0.99)
 	var b bytes.Buffer
 	if err := report.WriteStatusHTML(&b, st); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -124,25 +108,4 @@ func bucketsOf(h *dto.Histogram) (bounds, counts []float64) {
 		counts = append(counts, float64(b.GetCumulativeCount()))
 	}
 	return bounds, counts
-}
-
-// quantile estimates the q-quantile from cumulative bucket counts, linearly
-// within the bucket, as Prometheus' histogram_quantile does.
-func quantile(bounds, cum []float64, n, q float64) float64 {
-	if n <= 0 || len(bounds) == 0 {
-		return 0
-	}
-	rank := q * n
-	lower, below := 0.0, 0.0
-	for i, ub := range bounds {
-		if cum[i] >= rank {
-			in := cum[i] - below
-			if in <= 0 {
-				return ub
-			}
-			return lower + (ub-lower)*(rank-below)/in
-		}
-		lower, below = ub, cum[i]
-	}
-	return bounds[len(bounds)-1]
 }

@@ -2,24 +2,10 @@ package main
 
 import (
 	"io"
-	"math"
 	"net/http"
 	"strings"
 	"testing"
 )
-
-func TestQuantile(t *testing.T) {
-	bounds := []float64{0.001, 0.01, 0.1}
-	cum := []float64{50, 90, 100}
-	for _, c := range []struct{ q, want float64 }{{0.5, 0.001}, {0.25, 0.0005}, {0.7, 0.0055}, {0.99, 0.091}} {
-		if got := quantile(bounds, cum, 100, c.q); math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
-		}
-	}
-	if quantile(bounds, cum, 0, 0.5) != 0 {
-		t.Error("empty histogram")
-	}
-}
 
 // TestStatusPage: the admin listener serves the live page without the token,
 // with the active mitigations by rule and action and the decisions made.

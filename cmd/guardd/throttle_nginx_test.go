@@ -8,14 +8,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/mitigation/nginxtest"
 )
 
 // The concurrency and shedding rules of TestNginxConcurrencyAndShedding.
@@ -68,16 +68,7 @@ count if startswith(input.http.path, "/search")
 // requests keep flowing; once the application is fast again, shedding
 // stops.
 func TestNginxConcurrencyAndShedding(t *testing.T) {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, e := os.Stat("/usr/sbin/nginx"); e == nil {
-			nginx = "/usr/sbin/nginx"
-		} else if os.Getuid() == 0 {
-			t.Fatal("nginx not installed (scripts/test.sh installs nginx-light)")
-		} else {
-			t.Skip("nginx not installed")
-		}
-	}
+	nginx := nginxtest.Path(t)
 	dir := t.TempDir()
 	var (
 		held    sync.WaitGroup
@@ -122,29 +113,11 @@ shedding:
   hold: 1s
 `, format))
 	td := startDaemon(t, dir)
-	port := freePort(t)
-	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", td.d.decisionLn.Addr().String(), "{{app}}", appLn.Addr().String(),
-		"{{port}}", fmt.Sprint(port)).Replace(strings.Replace(nginxConf, "{{docs}}", docsNginx(t), 1))
+	port := nginxtest.FreePort(t)
+	conf := testNginxConf(t, dir, td, appLn.Addr().String(), port)
 	// The auth subrequest may wait behind the slow answers: give it time.
 	conf = strings.Replace(conf, "proxy_read_timeout 250ms;", "proxy_read_timeout 5s;", 1)
-	confPath := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(confPath, []byte(conf), 0o644)
-	cmd := exec.Command(nginx, "-p", dir, "-c", confPath)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	nginxtest.Start(t, nginx, dir, conf)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHTTP(t, base+"/pay/ready")
 

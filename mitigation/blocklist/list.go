@@ -50,36 +50,11 @@ func prefixes(ms []mitigation.Mitigation, acts actionSet) []netip.Prefix {
 		if len(m.Scope) != 1 || int(m.Action) >= len(acts) || !acts[m.Action] {
 			continue
 		}
-		if p, ok := scopePrefix(m.Scope[0]); ok {
+		if p, ok := mitigation.Network(m.Scope[0]); ok {
 			out = append(out, p)
 		}
 	}
 	return collapse(out)
-}
-
-func scopePrefix(p mitigation.Pair) (netip.Prefix, bool) {
-	switch p.Name {
-	case "ip.src":
-		a, err := netip.ParseAddr(p.Value)
-		if err != nil {
-			return netip.Prefix{}, false
-		}
-		a = a.Unmap().WithZone("")
-		return netip.PrefixFrom(a, a.BitLen()), true
-	case "ip.src.prefix":
-		pf, err := netip.ParsePrefix(p.Value)
-		if err != nil {
-			return netip.Prefix{}, false
-		}
-		if pf.Addr().Is4In6() {
-			if pf.Bits() < 96 {
-				return pf.Masked(), true // spans more than the mapped range: keep as IPv6
-			}
-			pf = netip.PrefixFrom(pf.Addr().Unmap(), pf.Bits()-96)
-		}
-		return pf.Masked(), true
-	}
-	return netip.Prefix{}, false
 }
 
 // collapse sorts ps and drops duplicates and networks inside another.

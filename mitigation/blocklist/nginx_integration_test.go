@@ -5,7 +5,6 @@ package blocklist
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,24 +16,17 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/nginxtest"
 )
 
 // TestGeoWithRunningNginx runs nginx on 127.0.0.1 with the geo file and
 // Geo.Run reloading it: a block on 127.0.0.1 turns answers into 403, its
 // deletion back into 200.
 func TestGeoWithRunningNginx(t *testing.T) {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		t.Skip("nginx not installed")
-	}
+	nginx := nginxtest.Path(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755) // nginx workers may run as nobody
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := nginxtest.FreePort(t)
 	geo := filepath.Join(dir, "blocked.conf")
 	conf := filepath.Join(dir, "nginx.conf")
 	os.WriteFile(conf, []byte(fmt.Sprintf(`pid %[1]s/nginx.pid;

@@ -313,26 +313,13 @@ func (s *Server) toDecision(m *mitigation.Mitigation) (decision, bool) {
 		return decision{}, false
 	}
 	d := decision{id: m.ID, typ: s.types[m.Action], rule: m.Rule, origin: crowdsecOrigin(m.Origin), guarddOrigin: string(m.Origin), expires: m.Expires}
-	switch p := m.Scope[0]; p.Name {
-	case "ip.src":
-		a, err := netip.ParseAddr(p.Value)
-		if err != nil {
-			return decision{}, false
-		}
-		a = a.Unmap().WithZone("")
-		d.value, d.pfx = a.String(), netip.PrefixFrom(a, a.BitLen())
-	case "ip.src.prefix":
-		pf, err := netip.ParsePrefix(p.Value)
-		if err != nil {
-			return decision{}, false
-		}
-		if pf.Addr().Is4In6() && pf.Bits() >= 96 {
-			pf = netip.PrefixFrom(pf.Addr().Unmap(), pf.Bits()-96)
-		}
-		pf = pf.Masked()
-		d.value, d.pfx, d.rng = pf.String(), pf, true
-	default:
+	pfx, ok := mitigation.Network(m.Scope[0])
+	if !ok {
 		return decision{}, false
+	}
+	d.pfx, d.value, d.rng = pfx, pfx.String(), m.Scope[0].Name == "ip.src.prefix"
+	if !d.rng {
+		d.value = pfx.Addr().String()
 	}
 	return d, true
 }

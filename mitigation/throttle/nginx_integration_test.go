@@ -8,13 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -23,6 +19,7 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision"
 	"github.com/guardd/guardd/mitigation/decision/http1"
+	"github.com/guardd/guardd/mitigation/nginxtest"
 	"github.com/guardd/guardd/rules"
 )
 
@@ -116,23 +113,9 @@ type stack struct {
 
 func (st *stack) now() time.Time { return time.Unix(0, st.clock.Load()) }
 
-func nginxPath(t *testing.T) string {
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	if os.Getuid() == 0 {
-		t.Fatal("nginx not installed (scripts/test.sh installs nginx-light)")
-	}
-	t.Skip("nginx not installed")
-	return ""
-}
-
 func startStack(t *testing.T, set *rules.Set, app http.Handler) *stack {
 	t.Helper()
-	nginx := nginxPath(t)
+	nginx := nginxtest.Path(t)
 	st := &stack{}
 	dir := t.TempDir()
 	appSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,27 +150,9 @@ func startStack(t *testing.T, set *rules.Set, app http.Handler) *stack {
 	go func() { done <- srv.Serve(ctx, decLn) }()
 	t.Cleanup(func() { cancel(); <-done; decLn.Close() })
 
-	port := freePort(t)
-	conf := strings.NewReplacer("{{dir}}", dir, "{{decision}}", decLn.Addr().String(), "{{app}}", appLn.Addr().String(),
-		"{{port}}", strconv.Itoa(port)).Replace(nginxConf)
-	confPath := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(confPath, []byte(conf), 0o644)
-	cmd := exec.Command(nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", confPath)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	port := nginxtest.FreePort(t)
+	nginxtest.Start(t, nginx, dir, strings.NewReplacer("{{dir}}", dir, "{{decision}}", decLn.Addr().String(), "{{app}}", appLn.Addr().String(),
+		"{{port}}", strconv.Itoa(port)).Replace(nginxConf))
 	st.base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	st.clock.Store(time.Now().UnixNano())
 	waitUntil(t, "nginx to listen", func() bool {
@@ -201,19 +166,7 @@ func startStack(t *testing.T, set *rules.Set, app http.Handler) *stack {
 	return st
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func client(src string) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 2 * time.Second}
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
-}
+func client(src string) *http.Client { return nginxtest.Client(src, 10*time.Second) }
 
 type answer struct {
 	code                          int
