@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/guardd/guardd/mitigation/crowdsec"
 	"github.com/guardd/guardd/mitigation/nftables"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
 )
 
@@ -263,6 +265,13 @@ type RulesConfig struct {
 	Dirs []string `yaml:"dirs"`
 	// EvalTimeout bounds a full Rego evaluation; 0 means 10ms.
 	EvalTimeout time.Duration `yaml:"eval_timeout"`
+	// LoginPaths are the site's login endpoints, which the built-in brute
+	// force and credential stuffing rules watch (rules read them as
+	// data.guardd.config.login_paths, login_prefixes and login_suffixes):
+	// "/exact/path", "/prefix/*" or "*/end", matched without regard to
+	// case. The list replaces the built-in one; empty keeps the built-in
+	// one (docs/rules.md).
+	LoginPaths []string `yaml:"login_paths"`
 }
 
 // CharacteristicsConfig configures enrichment.
@@ -431,6 +440,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	for i, p := range c.Rules.LoginPaths {
+		if err := rules.CheckLoginPath(p); err != nil {
+			return fieldErrorf(fmt.Sprintf("rules.login_paths[%d]", i), "%v", err)
+		}
+	}
 	if c.Rules.DisableBuiltin && len(c.Rules.Dirs) == 0 {
 		return fieldErrorf("rules", "builtin disabled and no dirs given: there would be no rules")
 	}
@@ -449,35 +463,15 @@ func (c *Config) Warnings() []string {
 
 // loopback reports whether a host:port listens on loopback only.
 func loopback(hostport string) bool {
-	host := hostport
-	if i := lastColon(hostport); i >= 0 {
-		host = hostport[:i]
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
 	}
-	host = trimBrackets(host)
 	if host == "localhost" {
 		return true
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.IsLoopback()
-}
-
-func lastColon(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			return i
-		}
-		if s[i] == ']' {
-			return -1
-		}
-	}
-	return -1
-}
-
-func trimBrackets(s string) string {
-	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {
-		return s[1 : len(s)-1]
-	}
-	return s
 }
 
 // Allowlist builds the mitigation allowlist, checking characteristic names.
@@ -552,5 +546,6 @@ func (c *Config) TokenFile() string {
 func (c *Config) Clone() *Config {
 	d := *c
 	d.Rules.Dirs = slices.Clone(c.Rules.Dirs)
+	d.Rules.LoginPaths = slices.Clone(c.Rules.LoginPaths)
 	return &d
 }

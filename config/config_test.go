@@ -30,6 +30,8 @@ var badConfigs = map[string]string{
 	"syntax.bad.yml":            "syntax.bad.yml:3: found a tab character",
 	"fleet-mode.bad.yml":        `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
 	"fleet-sentinel.bad.yml":    "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
+	"login-relative.bad.yml":    `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
+	"login-empty.bad.yml":       "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
 }
 
 func TestConfigFiles(t *testing.T) {

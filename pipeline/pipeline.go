@@ -45,7 +45,7 @@ type BuildOptions struct {
 // Build loads the rules and opens the enricher of cfg. Nothing of it is used
 // until it is handed to Run or a Holder.
 func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
-	ropts := rules.Options{Logger: opts.Logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: opts.Registerer}
+	ropts := rules.Options{Logger: opts.Logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: opts.Registerer, LoginPaths: cfg.Rules.LoginPaths}
 	var sets []*rules.Set
 	if !cfg.Rules.DisableBuiltin {
 		s, err := rules.Builtin(ropts)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
 
@@ -20,6 +22,26 @@ type Report struct {
 	// have none, and one lookup per key then spares one per rule matched.
 	keyed   map[uint64]struct{}
 	clients map[netip.Addr]*clientStats // nil unless NewReport(true)
+	// limits, when set, are the throttle rules simulated on every request
+	// (SimulateThrottle); throttled their outcomes per rule.
+	limits    *throttle.Rules
+	throttled []*Throttled
+	tv        throttle.Verdict
+}
+
+// Throttled is what one throttle rule did over a replay.
+type Throttled struct {
+	Rule string
+	// Shadow: the rule is in shadow mode; Refused counts the requests it
+	// would have refused, and none of them is actioned.
+	Shadow bool
+	// Counted is how many requests the rule counted, Refused how many of
+	// them it refused, from how many client addresses.
+	Counted, Refused int64
+	Clients          int
+
+	rule    *rules.Rule
+	refused map[netip.Addr]struct{}
 }
 
 type reportKey struct {
@@ -43,6 +65,7 @@ type clientStats struct {
 	requests, actioned int64
 	actions            map[mitigation.Action]int64
 	rules              []string
+	shadow             map[string]int64 // per shadow throttle rule, requests it would have refused
 }
 
 // NewReport returns an empty report; clients also keeps per-client impact.
@@ -52,6 +75,88 @@ func NewReport(clients bool) *Report {
 		r.clients = map[netip.Addr]*clientStats{}
 	}
 	return r
+}
+
+// SimulateThrottle makes the replay admit or refuse every request that a
+// rate-limiting throttle rule of rs counts, with the decision API's code
+// (throttle.Rules.Counts and Admit) on the request's own time; the
+// refusals are actions in Clients and are summed up per rule in Throttled.
+// rs must be built from the rule set of the replay's pipeline. Concurrency
+// rules and shedding are not simulated (see throttle.Rules.Replayable);
+// without rate rules it does nothing, and the replay costs what it did.
+func (r *Report) SimulateThrottle(rs *throttle.Rules) {
+	if !rs.Replayable() {
+		return
+	}
+	r.limits = rs
+}
+
+// throttle admits or refuses one request's throttle counts at t and records
+// the outcome; it returns the verdict when an enforced rule refused the
+// request, else nil. The verdict is valid until the next call.
+func (r *Report) throttle(cs []throttle.Count, client netip.Addr, t time.Time) *throttle.Verdict {
+	r.tv = r.limits.Admit(cs, t)
+	for i := range cs {
+		c := &cs[i]
+		tr := r.throttledOf(c.Rule(), c.Shadow())
+		tr.Counted++
+		if !c.Refused {
+			continue
+		}
+		tr.Refused++
+		if !client.IsValid() {
+			continue
+		}
+		if _, ok := tr.refused[client]; !ok {
+			tr.refused[client] = struct{}{}
+		}
+		if c.Shadow() && r.clients != nil {
+			cs := r.client(client)
+			if cs.shadow == nil {
+				cs.shadow = map[string]int64{}
+			}
+			cs.shadow[tr.Rule]++
+		}
+	}
+	if !r.tv.Refused {
+		return nil
+	}
+	return &r.tv
+}
+
+func (r *Report) throttledOf(rule *rules.Rule, shadow bool) *Throttled {
+	for _, tr := range r.throttled {
+		if tr.rule == rule {
+			return tr
+		}
+	}
+	tr := &Throttled{Rule: rule.Name, Shadow: shadow, rule: rule, refused: map[netip.Addr]struct{}{}}
+	r.throttled = append(r.throttled, tr)
+	return tr
+}
+
+// Throttled returns, ordered by rule name, what each throttle rule did:
+// only rules that counted at least one request, and none unless
+// SimulateThrottle was given rate rules.
+func (r *Report) Throttled() []Throttled {
+	out := make([]Throttled, 0, len(r.throttled))
+	for _, tr := range r.throttled {
+		t := *tr
+		t.Clients = len(tr.refused)
+		t.rule, t.refused = nil, nil
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Throttled) int { return cmp.Compare(a.Rule, b.Rule) })
+	return out
+}
+
+func (r *Report) client(a netip.Addr) *clientStats {
+	cs := r.clients[a]
+	if cs == nil {
+		cs = &clientStats{}
+		r.clients[a] = cs
+	}
+	return cs
 }
 
 // entry returns the record of tr's rule and key, nil if none.
@@ -77,55 +182,67 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 // judge applies the mitigations in force at t to one request, as the
 // decision API would: a rule's mitigation covers the requests its mitigation
 // expression matches on its scope, and an allowlisted request receives no
-// action whatever the scope. It reports whether any applied.
-func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time, items []engine.Match, keys []byte) bool {
+// action whatever the scope. tv, when set, is the refusal of an enforced
+// throttle rule: the request's action when no mitigation applies (a
+// mitigation outranks a throttle, as at the decision API). It reports
+// whether any mitigation applied.
+func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time, items []engine.Match, keys []byte, tv *throttle.Verdict) bool {
 	var cs *clientStats
 	if r.clients != nil && client.IsValid() {
-		if cs = r.clients[client]; cs == nil {
-			cs = &clientStats{}
-			r.clients[client] = cs
-		}
+		cs = r.client(client)
 		cs.requests++
 	}
-	if len(r.entries) == 0 || allowed {
+	if allowed {
 		return false
 	}
 	applied := false
 	best := (*Mitigation)(nil)
-	// Rules keyed alike match with the same key: ask once per key.
-	var lastKey uint64
-	known, has := false, false
-	for _, it := range items {
-		if !it.Mitigate {
-			continue
-		}
-		if !known || it.Key != lastKey {
-			_, has = r.keyed[it.Key]
-			lastKey, known = it.Key, true
-		}
-		if !has {
-			continue
-		}
-		e := r.entries[reportKey{it.Rule, it.Key}]
-		if e == nil || !t.Before(e.Expires) {
-			continue
-		}
-		e.Count++
-		e.LastSeen = t
-		applied = true
-		if e.Action != mitigation.ActionLog && (best == nil || e.Action.Stronger(best.Action)) {
-			best = e
+	if len(r.entries) > 0 {
+		// Rules keyed alike match with the same key: ask once per key.
+		var lastKey uint64
+		known, has := false, false
+		for _, it := range items {
+			if !it.Mitigate {
+				continue
+			}
+			if !known || it.Key != lastKey {
+				_, has = r.keyed[it.Key]
+				lastKey, known = it.Key, true
+			}
+			if !has {
+				continue
+			}
+			e := r.entries[reportKey{it.Rule, it.Key}]
+			if e == nil || !t.Before(e.Expires) {
+				continue
+			}
+			e.Count++
+			e.LastSeen = t
+			applied = true
+			if e.Action != mitigation.ActionLog && (best == nil || e.Action.Stronger(best.Action)) {
+				best = e
+			}
 		}
 	}
-	if cs != nil && best != nil {
-		cs.actioned++
-		if cs.actions == nil {
-			cs.actions = map[mitigation.Action]int64{}
-		}
-		cs.actions[best.Action]++
-		if !slices.Contains(cs.rules, best.Rule) {
-			cs.rules = append(cs.rules, best.Rule)
-		}
+	if cs == nil {
+		return applied
+	}
+	action, rule := mitigation.ActionLog, ""
+	switch {
+	case best != nil && (tv == nil || !mitigation.ActionThrottle.Stronger(best.Action)):
+		action, rule = best.Action, best.Rule
+	case tv != nil:
+		action, rule = mitigation.ActionThrottle, tv.Rule.Name
+	default:
+		return applied
+	}
+	cs.actioned++
+	if cs.actions == nil {
+		cs.actions = map[mitigation.Action]int64{}
+	}
+	cs.actions[action]++
+	if !slices.Contains(cs.rules, rule) {
+		cs.rules = append(cs.rules, rule)
 	}
 	return applied
 }
@@ -166,6 +283,9 @@ type Client struct {
 	// Mitigated is set when a mitigation on the client's address or prefix,
 	// with an action other than log, covered it at any time.
 	Mitigated bool
+	// Shadow counts, per shadow throttle rule, the requests it would have
+	// refused (none of them actioned).
+	Shadow map[string]int64
 }
 
 // Clients returns, ordered by address, every client that received an
@@ -191,7 +311,7 @@ func (r *Report) Clients() []Client {
 	}
 	var out []Client
 	for a, cs := range r.clients {
-		c := Client{Addr: a, Requests: cs.requests, Actioned: cs.actioned, Actions: cs.actions, Rules: slices.Clone(cs.rules)}
+		c := Client{Addr: a, Requests: cs.requests, Actioned: cs.actioned, Actions: cs.actions, Rules: slices.Clone(cs.rules), Shadow: cs.shadow}
 		ua := a.Unmap()
 		for bits, ps := range nets {
 			if p, err := ua.Prefix(bits); err == nil {

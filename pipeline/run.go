@@ -13,6 +13,8 @@ import (
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
 
@@ -98,6 +100,9 @@ type eventRef struct {
 	// allowed: the store's allowlist covers the request (only worked out
 	// for a report): the decision API would give it no action.
 	allowed bool
+	// clo, chi: the request's throttle counts in batch.counts (a report
+	// that simulates throttle rules).
+	clo, chi uint32
 }
 
 type batch struct {
@@ -107,6 +112,9 @@ type batch struct {
 	lines  []lineRef
 	evs    []eventRef
 	m      engine.Matches
+	mt     rules.Matches    // of the simulated throttle rules
+	counts []throttle.Count // of the simulated throttle rules
+	tbuf   []byte
 	errs   []error
 	bad    int64
 	future int64
@@ -288,6 +296,11 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
 	b.p = p
 	b.m.Reset()
 	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
+	b.counts = b.counts[:0]
+	var limits *throttle.Rules
+	if cfg.Report != nil {
+		limits = cfg.Report.limits
+	}
 	limit := b.now.Add(cfg.FutureTolerance)
 	for _, l := range b.lines {
 		line := b.arena[l.off : l.off+l.n]
@@ -333,6 +346,14 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
 		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP}
 		if cfg.Report != nil {
 			r.allowed = cfg.Store.Allowlisted(ev)
+			if limits != nil && !r.allowed {
+				// The decision API's count of the request: an allowlisted
+				// one is not counted.
+				limits.Set().Eval(ev, &b.mt)
+				r.clo = uint32(len(b.counts))
+				b.counts, b.tbuf = limits.Counts(ev, &b.mt, b.tbuf, b.counts)
+				r.chi = uint32(len(b.counts))
+			}
 		}
 		if cfg.Counted != nil {
 			if id, ok := ev.Var("request_id"); ok && id != "" && id != "-" {
@@ -397,7 +418,11 @@ func (s *sequencer) apply(b *batch) {
 		for i := range s.trips {
 			s.trip(p, &s.trips[i], storeNow)
 		}
-		if cfg.Report != nil && cfg.Report.judge(p, e.client, e.allowed, t, items, b.m.Keys) {
+		var tv *throttle.Verdict
+		if e.chi > e.clo {
+			tv = cfg.Report.throttle(b.counts[e.clo:e.chi], e.client, t)
+		}
+		if cfg.Report != nil && cfg.Report.judge(p, e.client, e.allowed, t, items, b.m.Keys, tv) {
 			s.st.Mitigated++
 		}
 	}

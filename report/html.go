@@ -135,6 +135,12 @@ var replayTmpl = template.Must(template.New("replay").Funcs(funcs).Parse(`<!doct
 <p class="muted">{{range $i, $f := .Files}}{{if $i}}, {{end}}<code>{{$f}}</code>{{end}}<br>
 {{.Lines}} lines ({{.Malformed}} malformed), events from {{ts .First}} to {{ts .Last}} UTC; replayed in {{dur .Elapsed}}; generated {{ts .Generated}} UTC.
 {{.Mitigated}} requests met an active mitigation.</p>
+{{- if .Throttled}}
+<h2>Throttle rules</h2>
+<p class="muted">Requests each request-time limit counted and refused, as the decision API would have, on the lines' own time. A shadow rule refuses nothing: its column says what it would have refused.</p>
+<table><tr><th>rule</th><th class="num">counted</th><th class="num">refused</th><th class="num">clients refused</th><th></th></tr>
+{{range .Throttled}}<tr><td>{{.Rule}}</td><td class="num">{{.Counted}}</td><td class="num">{{.Refused}}</td><td class="num">{{.Clients}}</td><td>{{if .Shadow}}shadow: would have refused{{end}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2>Requests and trips over time, per rule</h2>
 <p class="muted">Blue: requests the rule counted, per {{dur .Bin}}. Red: counts that went over the limit (a trip, or a key staying over it).</p>

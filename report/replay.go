@@ -104,6 +104,9 @@ type Info struct {
 	First, Last      time.Time
 	Elapsed          time.Duration
 	Generated        time.Time
+	// Throttled is what each throttle rule refused (pipeline.Report's
+	// Throttled): a request-time limit trips nothing and mitigates nothing.
+	Throttled []pipeline.Throttled
 }
 
 // Replay is the report's data.

@@ -112,6 +112,27 @@ func TestReport(t *testing.T) {
 	golden(t, "replay", b.Bytes())
 }
 
+// TestReportThrottled: the throttle rules' refusals get a table of their
+// own; without throttle rules the page is the golden one above.
+func TestReportThrottled(t *testing.T) {
+	r := replayFixture(t, true)
+	r.Throttled = []pipeline.Throttled{{Rule: "api_limit", Counted: 5210, Refused: 312, Clients: 4},
+		{Rule: "api_soft", Shadow: true, Counted: 5210, Refused: 1020, Clients: 9}}
+	var b bytes.Buffer
+	if err := WriteReplayHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	checkSelfContained(t, b.String())
+	for _, row := range []string{
+		`<tr><td>api_limit</td><td class="num">5210</td><td class="num">312</td><td class="num">4</td><td></td></tr>`,
+		`<tr><td>api_soft</td><td class="num">5210</td><td class="num">1020</td><td class="num">9</td><td>shadow: would have refused</td></tr>`,
+	} {
+		if !strings.Contains(b.String(), row) {
+			t.Errorf("no row %s", row)
+		}
+	}
+}
+
 func TestStatusPage(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteStatusHTML(&b, statusFixture()); err != nil {

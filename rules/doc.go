@@ -16,6 +16,10 @@
 //   - Each rule is compiled, through partial evaluation with input unknown,
 //     into native predicates over *characteristics.Event. Set.Eval then costs
 //     tens of nanoseconds per rule and allocates nothing.
+//   - Configuration rules read (Options.LoginPaths, from rules.login_paths)
+//     is a module of constants, package guardd.config, compiled with the
+//     rules: partial evaluation folds data.guardd.config.* into the native
+//     predicates, and a changed value takes a new Load (a reload).
 //   - What the native compiler does not understand is evaluated by OPA, visibly:
 //     a log line at load naming the rule and the expression, Rule.Native false,
 //     and guardd_rules_fallback_evaluations_total{rule}. A fallback evaluation

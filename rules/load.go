@@ -115,6 +115,9 @@ type Options struct {
 	// DisableNative evaluates every rule through OPA, as the peer of the
 	// native predicates in differential tests and benchmarks.
 	DisableNative bool
+	// LoginPaths are given to rules as data.guardd.config.login_* (see
+	// dataModule); nil means DefaultLoginPaths.
+	LoginPaths []string
 }
 
 // Error is one problem found at load, located in a rule file.
@@ -289,6 +292,11 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 			modules[src.file] = src.module
 		}
 	}
+	data, err := dataModule(opts.LoginPaths)
+	if err != nil {
+		return nil, err
+	}
+	modules[data.Package.Location.File] = data
 	// Compile what parsed even when other files failed, so that one run
 	// reports the errors of every file.
 	c := ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1)

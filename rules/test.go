@@ -49,6 +49,11 @@ func Test(fsys fs.FS) ([]TestResult, error) {
 	if len(errs) > 0 {
 		return nil, errs.err()
 	}
+	data, err := dataModule(nil)
+	if err != nil {
+		return nil, err
+	}
+	mods[data.Package.Location.File] = data
 	c := ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1)
 	ctx := context.Background()
 	ch, err := tester.NewRunner().

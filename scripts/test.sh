@@ -13,7 +13,8 @@ export DEBIAN_FRONTEND=noninteractive
 need=()
 for pair in tshark:tshark tcpdump:tcpdump openssl:openssl ip:iproute2 nft:nftables nginx:nginx-light \
     redis-server:redis-server redis-sentinel:redis-sentinel redis-cli:redis-tools \
-    curl:curl chromium:chromium systemd-analyze:systemd adduser:adduser runuser:util-linux dpkg-deb:dpkg; do
+    curl:curl chromium:chromium systemd-analyze:systemd adduser:adduser runuser:util-linux dpkg-deb:dpkg \
+    crowdsec-firewall-bouncer:crowdsec-firewall-bouncer; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done

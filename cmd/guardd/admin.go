@@ -36,7 +36,7 @@ func (d *daemon) status() any {
 		st.ByAction[m.Action.String()]++
 	}
 	st.CounterKeys, _ = p.Engine().Keys()
-	st.Fleet = d.fleet.status()
+	st.Fleet = d.fleet.status(p.Rules().Rules())
 	if t := d.lastEvent.Load(); t != 0 {
 		st.LastEvent = time.Unix(0, t).UTC().Format(time.RFC3339Nano)
 	}

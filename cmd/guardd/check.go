@@ -56,6 +56,11 @@ file, line and field of the first error otherwise.`, args, stdout, stderr)
 	fmt.Fprintf(stdout, "rules: %d (%s)\n", len(names), strings.Join(names, ", "))
 	fmt.Fprintf(stdout, "inputs: %s\n", strings.Join(inputsOf(cfg), "; "))
 	fmt.Fprintf(stdout, "outputs: %s\n", strings.Join(outputsOf(cfg), "; "))
+	if cfg.Fleet != nil {
+		if per := perNodeRules(p.Rules().Rules()); len(per) > 0 {
+			fmt.Fprintf(stdout, "fleet: counted on each node alone, not fleet-wide: %s (docs/fleet.md)\n", strings.Join(per, ", "))
+		}
+	}
 	for _, path := range cfg.Sources.Nginx.Paths {
 		if m, _ := filepath.Glob(path); len(m) == 0 {
 			fmt.Fprintf(stdout, "warning: sources.nginx.paths: nothing matches %s yet (guardd waits for it)\n", path)

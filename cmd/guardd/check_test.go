@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/rules"
 )
 
 func TestCheck(t *testing.T) {
@@ -29,6 +32,8 @@ func TestCheck(t *testing.T) {
 		out  []string
 	}{
 		{"good", []string{"--config", good}, 0, []string{good + ": ok", "test_login", "login_bruteforce", "inputs: nginx logs /nonexistent/access.log", "CrowdSec bouncer API on 127.0.0.1:9482", "warning: sources.nginx.paths: nothing matches"}},
+		{"fleet names the rules counted per node", []string{write("fleet.yaml", "sources: {nginx: {paths: [/x]}}\nfleet: {node: a, redis: {addresses: [\"127.0.0.1:1\"]}}\n")}, 0,
+			[]string{"fleet: counted on each node alone, not fleet-wide:", "login_bruteforce (windows)", "scan_404 (distinct)"}},
 		{"good, file as argument", []string{good}, 0, []string{good + ": ok"}},
 		{"unknown key names its line", []string{"--config", write("unknown.yaml", "sources: {nginx: {paths: [/x]}}\nadmn:\n  listen: x\n")}, 1, []string{"unknown.yaml:2:", "admn"}},
 		{"bad rule", []string{"--config", write("badrule.yaml", "sources: {nginx: {paths: [/x]}}\nrules: {dirs: ["+badRules+"]}\n")}, 1, []string{"bad.rego:"}},
@@ -47,5 +52,18 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPerNodeRules(t *testing.T) {
+	rs := []*rules.Rule{
+		{Name: "one_limit", Windows: []rules.Window{{}}},
+		{Name: "two_windows", Windows: []rules.Window{{}, {}}},
+		{Name: "scan", Distinct: &characteristics.Characteristic{}},
+		{Name: "in_flight", Concurrency: 4},
+	}
+	got := strings.Join(perNodeRules(rs), ", ")
+	if want := "two_windows (windows), scan (distinct), in_flight (concurrency)"; got != want {
+		t.Errorf("perNodeRules = %q, want %q", got, want)
 	}
 }

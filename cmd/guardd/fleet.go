@@ -94,11 +94,33 @@ func (f *fleetParts) close() {
 type fleetStatus struct {
 	Counting redis.Status `json:"counting"`
 	Sync     fleet.Status `json:"mitigations"`
+	// PerNode are the rules fleet mode does not share (perNodeRules).
+	PerNode []string `json:"per_node_rules,omitempty"`
 }
 
-func (f *fleetParts) status() *fleetStatus {
+func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {
 	if f == nil {
 		return nil
 	}
-	return &fleetStatus{Counting: f.counters.Status(), Sync: f.sync.Status()}
+	return &fleetStatus{Counting: f.counters.Status(), Sync: f.sync.Status(), PerNode: perNodeRules(rs)}
+}
+
+// perNodeRules names the rules that count on each node alone even in
+// fleet mode (docs/fleet.md "What counts per node"), each with why:
+// several windows or a distinct count (counting.Windows and the distinct
+// sketches have no Redis tier), or a concurrency limit (requests in flight
+// on this node).
+func perNodeRules(rs []*rules.Rule) []string {
+	var out []string
+	for _, r := range rs {
+		switch {
+		case r.Concurrency > 0:
+			out = append(out, r.Name+" (concurrency)")
+		case r.Distinct != nil:
+			out = append(out, r.Name+" (distinct)")
+		case len(r.Windows) > 1:
+			out = append(out, r.Name+" (windows)")
+		}
+	}
+	return out
 }

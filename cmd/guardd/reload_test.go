@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/characteristics/mmdbtest"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/rules"
 )
 
 // decideXFF asks as nginx does for a request that came through a proxy.
@@ -152,5 +155,80 @@ func TestReloadUnderDecisions(t *testing.T) {
 	}
 	if testutil.ToFloat64(td.d.m.reloadOK) != 1 {
 		t.Fatal("reloads failed")
+	}
+}
+
+// loginRule counts failed POSTs to the configured login paths.
+const loginRule = `# METADATA
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: 5
+#   action: block
+package guardd.rules.cfg_login
+
+import data.guardd.config
+
+count if {
+	input.http.method == "POST"
+	lower(input.http.norm.path) in config.login_paths
+	input.http.status == 401
+}
+`
+
+// TestReloadLoginPaths: a changed rules.login_paths reaches the rules on
+// reload, still compiled natively.
+func TestReloadLoginPaths(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules", "cfg_login.rego"), []byte(loginRule), 0o644)
+	writeTestConfig(t, dir, "")
+	setPaths := func(paths string) {
+		cfg, _ := os.ReadFile(filepath.Join(dir, "guardd.yaml"))
+		lines := strings.Split(string(cfg), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "rules:") {
+				lines[i] = strings.Replace(regexp.MustCompile(`, login_paths: \[[^]]*\]`).ReplaceAllString(l, ""), "}", ", login_paths: "+paths+"}", 1)
+			}
+		}
+		os.WriteFile(filepath.Join(dir, "guardd.yaml"), []byte(strings.Join(lines, "\n")), 0o644)
+	}
+	setPaths("[/members/enter]")
+	td := startDaemon(t, dir)
+	defer td.stop(t)
+	counts := func(path string) bool {
+		t.Helper()
+		set := td.d.pipes.Load().Rules()
+		for i, r := range set.Rules() {
+			if r.Name != "cfg_login" {
+				continue
+			}
+			if !r.Native {
+				t.Fatalf("cfg_login falls back: %v", r.Fallback)
+			}
+			var m rules.Matches
+			set.Eval(&characteristics.Event{Method: "POST", Path: path, Status: 401}, &m)
+			return m.Count(i)
+		}
+		t.Fatal("rule cfg_login not loaded")
+		return false
+	}
+	if !counts("/members/enter") || counts("/portal/in") {
+		t.Fatal("before the reload: want /members/enter counted, /portal/in not")
+	}
+	setPaths("[/portal/in]")
+	td.d.reload()
+	if testutil.ToFloat64(td.d.m.reloadOK) != 1 {
+		t.Fatal("reload of rules.login_paths failed")
+	}
+	if counts("/members/enter") || !counts("/portal/in") {
+		t.Fatal("after the reload: want /portal/in counted, /members/enter not")
+	}
+	// A bad entry keeps the running list.
+	setPaths(`[portal]`)
+	td.d.reload()
+	if testutil.ToFloat64(td.d.m.reloadOK) != 0 || !counts("/portal/in") {
+		t.Fatal("a bad login path replaced the running rules")
 	}
 }

@@ -16,10 +16,11 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/report"
 )
@@ -94,6 +95,23 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep := pipeline.NewReport(*clients)
+	// Throttle rules are replayed with the decision API's limiter, on the
+	// lines' own time; concurrency rules and shedding cannot be.
+	lim, err := throttle.New(throttle.Config{MaxKeys: cfg.Counting.MaxKeys, Shadow: cfg.Decision.ThrottleShadow})
+	if err == nil {
+		var limits *throttle.Rules
+		if limits, err = lim.Build(p.Rules()); err == nil {
+			rep.SimulateThrottle(limits)
+			for _, name := range limits.Concurrency() {
+				fmt.Fprintf(stderr, "guardd replay: throttle rule %s limits requests in flight, which a log does not tell: not replayed\n", name)
+			}
+		}
+	}
+	if err != nil {
+		p.Release()
+		fmt.Fprintln(stderr, "guardd replay:", err)
+		return 1
+	}
 	rc := replay.Config{Pipeline: p, Report: rep, Workers: *workers, Logger: logger}
 	if len(pcaps) > 0 {
 		// The whole capture is read before the logs, so entries must live as
@@ -130,7 +148,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	ms := rep.Mitigations()
 	if rec != nil {
-		if err := writeReplayHTML(*htmlOut, rec, ms, st, logs); err != nil {
+		if err := writeReplayHTML(*htmlOut, rec, ms, rep.Throttled(), st, logs); err != nil {
 			fmt.Fprintln(stderr, "guardd replay:", err)
 			return 1
 		}
@@ -149,6 +167,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	rate := float64(st.Lines) / st.Elapsed.Seconds()
 	fmt.Fprintf(stderr, "guardd replay: %d lines (%d malformed) in %.2fs, %.0f lines/s; %d mitigations over %d requests; event time %s to %s\n",
 		st.Lines, st.Malformed, st.Elapsed.Seconds(), rate, len(ms), st.Mitigated, fmtTime(st.First), fmtTime(st.Last))
+	writeThrottledSummary(stderr, rep.Throttled())
 	if st.Future > 0 {
 		fmt.Fprintf(stderr, "guardd replay: %d events dated more than %s ahead of the clock were counted at the clock's time\n", st.Future, pipeline.DefaultFutureTolerance)
 	}
@@ -168,40 +187,24 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// scopeJSON keeps the rule's characteristic order in the JSON object.
-type scopeJSON []characteristics.Field
-
-func (s scopeJSON) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
-	for i, f := range s {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		k, _ := json.Marshal(f.Name)
-		v, _ := json.Marshal(f.Value)
-		b = append(append(append(b, k...), ':'), v...)
-	}
-	return append(b, '}'), nil
-}
-
 type mitigationJSON struct {
-	Rule      string    `json:"rule"`
-	Action    string    `json:"action"`
-	Scope     scopeJSON `json:"scope"`
-	FirstSeen string    `json:"first_seen"`
-	LastSeen  string    `json:"last_seen"`
-	Count     int64     `json:"count"`
-	Trips     int64     `json:"trips"`
-	Expires   string    `json:"expires"`
+	Rule      string           `json:"rule"`
+	Action    string           `json:"action"`
+	Scope     mitigation.Scope `json:"scope"` // in the rule's characteristic order
+	FirstSeen string           `json:"first_seen"`
+	LastSeen  string           `json:"last_seen"`
+	Count     int64            `json:"count"`
+	Trips     int64            `json:"trips"`
+	Expires   string           `json:"expires"`
 }
 
-func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, st replay.Stats, logs []string) error {
+func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, throttled []pipeline.Throttled, st replay.Stats, logs []string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	info := report.Info{Files: logs, Lines: st.Lines, Malformed: st.Malformed, Mitigated: st.Mitigated,
-		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now()}
+		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now(), Throttled: throttled}
 	if err := report.WriteReplayHTML(f, rec.Report(info, ms, 10)); err != nil {
 		f.Close()
 		return fmt.Errorf("html report: %w", err)
@@ -214,7 +217,7 @@ func writeMitigationsJSON(w io.Writer, ms []pipeline.Mitigation) {
 	enc.SetEscapeHTML(false)
 	for _, m := range ms {
 		enc.Encode(mitigationJSON{
-			Rule: m.Rule, Action: m.Action.String(), Scope: scopeJSON(m.Scope),
+			Rule: m.Rule, Action: m.Action.String(), Scope: m.Scope,
 			FirstSeen: fmtTime(m.FirstSeen), LastSeen: fmtTime(m.LastSeen),
 			Count: m.Count, Trips: m.Trips, Expires: fmtTime(m.Expires),
 		})
@@ -229,13 +232,27 @@ type clientJSON struct {
 	Actions   map[string]int64 `json:"actions"`
 	Rules     []string         `json:"rules"`
 	Mitigated bool             `json:"mitigated"`
+	// Shadow: per shadow throttle rule, the requests it would have refused.
+	Shadow map[string]int64 `json:"shadow,omitempty"`
+}
+
+// writeThrottledSummary prints, on stderr whatever the output, one line per
+// throttle rule replayed: stdout keeps one mitigation (or client) per line.
+func writeThrottledSummary(w io.Writer, ts []pipeline.Throttled) {
+	for _, t := range ts {
+		verb := "refused"
+		if t.Shadow {
+			verb = "would have refused (shadow)"
+		}
+		fmt.Fprintf(w, "guardd replay: throttle rule %s counted %d requests, %s %d from %d clients\n", t.Rule, t.Counted, verb, t.Refused, t.Clients)
+	}
 }
 
 func writeClientsJSON(w io.Writer, cs []pipeline.Client) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, c := range cs {
-		o := clientJSON{Addr: c.Addr.String(), Requests: c.Requests, Actioned: c.Actioned, Actions: map[string]int64{}, Rules: c.Rules, Mitigated: c.Mitigated}
+		o := clientJSON{Addr: c.Addr.String(), Requests: c.Requests, Actioned: c.Actioned, Actions: map[string]int64{}, Rules: c.Rules, Mitigated: c.Mitigated, Shadow: c.Shadow}
 		for a, n := range c.Actions {
 			o.Actions[a.String()] = n
 		}

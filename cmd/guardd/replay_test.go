@@ -138,3 +138,61 @@ func TestReplayWrongFormat(t *testing.T) {
 		t.Fatalf("rc %d, stderr %s", rc, errb.String())
 	}
 }
+
+// TestReplayClientsThrottle: `guardd replay --json --clients` counts the
+// requests a throttle rule would have refused at the decision API as
+// actioned with action throttle, and a shadow rule's apart; the mitigations
+// output stays one object per mitigation (a throttle makes none) and the
+// per-rule summary goes to stderr.
+func TestReplayClientsThrottle(t *testing.T) {
+	dir := t.TempDir()
+	rule := func(name, alg string, requests int, extra string) string {
+		return fmt.Sprintf(`# METADATA
+# title: %[1]s
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: %[3]d
+#   action: throttle
+#   algorithm: %[2]s
+%[4]spackage guardd.rules.%[1]s
+
+count if startswith(input.http.path, "/api/")
+`, name, alg, requests, extra)
+	}
+	os.WriteFile(filepath.Join(dir, "tb.rego"), []byte(rule("tb", "token_bucket", 10, "#   burst: 5\n")), 0o644)
+	os.WriteFile(filepath.Join(dir, "sh.rego"), []byte(rule("sh", "fixed_window", 3, "#   shadow: true\n")), 0o644)
+	var log strings.Builder
+	line := func(ip, path string) {
+		fmt.Fprintf(&log, "%s - - [01/Nov/2026:10:00:40 +0000] \"GET %s HTTP/1.1\" 200 12 \"-\" \"test\"\n", ip, path)
+	}
+	for range 12 { // one instant: the bucket admits its burst of 5
+		line("203.0.113.7", "/api/x")
+	}
+	for range 2 {
+		line("198.51.100.9", "/api/x")
+		line("198.51.100.9", "/")
+	}
+	path := filepath.Join(dir, "access.log")
+	os.WriteFile(path, []byte(log.String()), 0o644)
+	args := []string{"--no-builtin", "--rules", dir, "--progress", "never"}
+
+	var out, errb bytes.Buffer
+	if rc := runReplay(append(args, "--json", "--clients", path), &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	want := `{"ip.src":"203.0.113.7","requests":12,"actioned":7,"actions":{"throttle":7},"rules":["tb"],"mitigated":false,"shadow":{"sh":9}}` + "\n"
+	if out.String() != want {
+		t.Errorf("clients:\n%s\nwant:\n%s", out.String(), want)
+	}
+	for _, s := range []string{"throttle rule sh counted 14 requests, would have refused (shadow) 9 from 1 clients",
+		"throttle rule tb counted 14 requests, refused 7 from 1 clients", "0 mitigations over 0 requests"} {
+		if !strings.Contains(errb.String(), s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errb.String())
+		}
+	}
+	out.Reset()
+	if rc := runReplay(append(args, "--json", path), &out, &errb); rc != 0 || out.Len() != 0 {
+		t.Errorf("--json: rc %d, printed %q; want no mitigation", rc, out.String())
+	}
+}

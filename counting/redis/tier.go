@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/guardd/guardd/counting"
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,10 +83,14 @@ type Fleet struct {
 	nodes   atomic.Int64 // live nodes, >= 1
 	kick    chan struct{}
 
-	mu       sync.Mutex
-	counters []*Counter
+	mu sync.Mutex
+	// counters are the rules' counters, held weakly: a counter its rule
+	// set no longer references (the rule was removed or changed on a
+	// reload) is collected and leaves the flush loop.
+	counters []weak.Pointer[Counter]
 	seq      uint64
 	lastBeat time.Time
+	lastFull time.Time     // the last flush that looked at every key
 	lastOK   atomic.Int64  // unix ns of the last successful round trip
 	rounds   atomic.Uint64 // flushes that went ahead (the breaker allowed them)
 }
@@ -158,11 +163,22 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	return f, nil
 }
 
-// Counter returns the fleet-wide counter of one rule.
+// Counter returns the fleet-wide counter of one rule: the one made before
+// for the same Rule if it is still in use (a reload that keeps a rule keeps
+// its counts and leases), else a new one. A counter nobody references any
+// more leaves the flush loop once the garbage collector has freed it, so
+// the counters of rules removed by reloads do not pile up.
 func (f *Fleet) Counter(r Rule) (*Counter, error) {
 	p, err := newParams(r)
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.counters {
+		if c := w.Value(); c != nil && c.rule == r {
+			return c, nil
+		}
 	}
 	c := &Counter{f: f, rule: r, p: p, prefix: "guardd:{" + r.Name + ":"}
 	c.perShard = max(f.cfg.MaxKeys/counterShards, 1)
@@ -174,10 +190,31 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 	}
 	c.fleetDecisions = f.met.decisions.WithLabelValues("fleet")
 	c.leaseDecisions = f.met.decisions.WithLabelValues("lease_wait")
-	f.mu.Lock()
-	f.counters = append(f.counters, c)
-	f.mu.Unlock()
+	f.counters = append(f.counters, weak.Make(c))
 	return c, nil
+}
+
+// live returns the counters still in use and forgets the others.
+// f.mu must be held.
+func (f *Fleet) liveLocked() []*Counter {
+	out := make([]*Counter, 0, len(f.counters))
+	keep := f.counters[:0]
+	for _, w := range f.counters {
+		if c := w.Value(); c != nil {
+			out = append(out, c)
+			keep = append(keep, w)
+		}
+	}
+	clear(f.counters[len(keep):])
+	f.counters = keep
+	return out
+}
+
+// Counters returns how many counters are in the flush loop.
+func (f *Fleet) Counters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.liveLocked())
 }
 
 // Healthy reports whether counts are fleet-wide now (the breaker is
@@ -236,15 +273,19 @@ func (f *Fleet) Flush(ctx context.Context) {
 		}
 	}
 	f.mu.Lock()
-	counters := f.counters
+	counters := f.liveLocked()
 	f.seq++
 	member := f.cfg.Node + ":" + strconv.FormatUint(f.seq, 10)
+	full := now.Sub(f.lastFull) >= fullEvery*f.cfg.FlushInterval
+	if full {
+		f.lastFull = now
+	}
 	f.mu.Unlock()
 
 	defer f.rounds.Add(1)
 	b := batch{member: member}
 	for _, c := range counters {
-		c.collect(&b, now.UnixNano()+f.off.Load())
+		c.collect(&b, now.UnixNano()+f.off.Load(), full)
 	}
 	for start := 0; start < len(b.ops); start += BatchSize {
 		end := min(start+BatchSize, len(b.ops))
@@ -412,6 +453,7 @@ type Counter struct {
 	prefix   string
 	perShard int
 	shards   [counterShards]cshard
+	pass     uint64 // collect passes; only the flush loop touches it
 
 	decisions      [numOnError]prometheus.Counter
 	fleetDecisions prometheus.Counter
@@ -421,7 +463,25 @@ type Counter struct {
 type cshard struct {
 	mu sync.Mutex
 	m  map[uint64]*keyState
-	_  [48]byte
+	// dirty are the keys the next flush looks at: used since the last
+	// one, or with something pending. The others (quiet keys holding a
+	// lease) are looked at by a full pass every fullEvery intervals, so a
+	// flush costs the keys in use, not every key the node holds.
+	dirty []uint64
+	_     [24]byte
+}
+
+// fullEvery: a flush looks at every key (idle leases to hand back once
+// others have used up the key's headroom, leases of closed windows, keys to
+// forget) once every fullEvery flush intervals, however often kicks flush.
+const fullEvery = 20
+
+// queueLocked puts key on the next flush's list, once.
+func (sh *cshard) queueLocked(key uint64, ks *keyState) {
+	if !ks.queued {
+		ks.queued = true
+		sh.dirty = append(sh.dirty, key)
+	}
 }
 
 // keyState is one key's ledger on this node.
@@ -444,6 +504,8 @@ type keyState struct {
 	demand   float64 // event weight asked for since the last flush
 	used     int64   // Redis time (µs) of the last Add
 	read     int64   // used, as of the last flush
+	queued   bool    // on its shard's dirty list
+	pass     uint64  // the last collect pass that looked at it
 }
 
 // Rule returns the rule the counter was made for.
@@ -500,6 +562,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	}
 	ks.used = rnow
 	ks.demand += n
+	sh.queueLocked(key, ks)
 	c.ageLocked(ks, rnow)
 	var st State
 	if ks.have {
@@ -565,7 +628,10 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 			}
 			ks.extra += n
 		}
-		kick = healthy && !ks.asked
+		// A refusal on the fleet view kicks no flush: the budget is spent
+		// until the view says otherwise, and a hot refused key would
+		// otherwise make every request a flush.
+		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded)
 	}
 	sh.mu.Unlock()
 	if kick {
@@ -631,74 +697,120 @@ func (c *Counter) sweepLocked(sh *cshard, now int64) {
 
 // collect adds an op for each key used since the last flush (its extra
 // counts, a grant request) or holding a lease it no longer uses (handed
-// back).
-func (c *Counter) collect(b *batch, nowNS int64) {
+// back). It looks at the shards' dirty keys, or at every key when full.
+func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 	now := nowNS / 1000
 	nodes := int(c.f.nodes.Load())
+	c.pass++
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		for k, ks := range sh.m {
-			if ks.asked {
-				continue // an earlier op for this key failed mid-way; settle clears it
+		list := sh.dirty
+		for _, k := range list {
+			if ks := sh.m[k]; ks != nil {
+				ks.queued = false
 			}
-			c.ageLocked(ks, now)
-			active := ks.used > ks.read
-			if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog &&
-				c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
-				// Idle for a flush interval with less than half the
-				// capacity left: hand the lease back, the others may need
-				// it. With more left, keeping it costs nobody anything and
-				// spares a quiet key two scripts per request.
-				ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
-				if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
-					ks.relWin = 0
-				}
-				ks.lease = 0
+		}
+		sh.dirty = list[:0]
+		visit := func(k uint64, ks *keyState) {
+			if ks.pass == c.pass {
+				return // listed twice (deleted and made again)
 			}
-			// A key still well inside its lease needs no command: it asks
-			// again when the lease is half spent (or at once, through a
-			// kick, when it is gone).
-			if active && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 {
-				continue
+			ks.pass = c.pass
+			if c.visitLocked(b, sh, k, ks, now, nodes) {
+				sh.queueLocked(k, ks)
 			}
-			if !active && ks.extra == 0 && ks.rel == 0 {
-				if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
-					delete(sh.m, k)
-				}
-				continue
+		}
+		if full {
+			for k, ks := range sh.m {
+				visit(k, ks)
 			}
-			// Ask for twice this flush interval's demand: enough to last
-			// until the next flush at the same rate. Once less than half
-			// the capacity is left, Redis grants no more than that, and a
-			// lease above twice the ask goes back: a node that sees little
-			// of a key's traffic does not sit on budget the others need.
-			want := 0.0
-			if active && !c.rule.Detection {
-				want = max(1, 2*ks.demand)
-				if ks.have && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
-					back := ks.lease - want
-					ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
-					if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
-						ks.relWin = 0
-					}
-					ks.lease = want
+		} else {
+			// sh.dirty reuses list's array: appends never overtake the
+			// reading, as each key read appends at most itself.
+			for _, k := range list {
+				if ks := sh.m[k]; ks != nil {
+					visit(k, ks)
 				}
 			}
-			ks.demand = 0
-			b.ops = append(b.ops, Op{
-				Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
-				Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
-				Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
-			})
-			b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
-			ks.fly += ks.extra
-			ks.extra, ks.rel = 0, 0
-			ks.asked = active
-			ks.read = ks.used
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// visitLocked is collect for one key; it reports whether the next flush
+// must look at the key again (it was used, or something is in flight).
+func (c *Counter) visitLocked(b *batch, sh *cshard, k uint64, ks *keyState, now int64, nodes int) bool {
+	if ks.asked {
+		return true // an earlier op for this key failed mid-way; settle clears it
+	}
+	c.ageLocked(ks, now)
+	active := ks.used > ks.read
+	if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog && nodes > 1 &&
+		c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+		// Idle for a flush interval with less than half the
+		// capacity left: hand the lease back, the others may need
+		// it. With more left, or no other node, keeping it costs
+		// nobody anything and spares a quiet key two scripts per
+		// request.
+		ks.rel, ks.relWin = ks.rel+ks.lease, ks.leaseWin
+		if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+			ks.relWin = 0
+		}
+		ks.lease = 0
+	}
+	// A key still well inside its lease needs no command: it asks
+	// again when the lease is half spent (or at once, through a
+	// kick, when it is gone).
+	if active && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 {
+		return false // its next Add lists it again
+	}
+	if !active && ks.extra == 0 && ks.rel == 0 {
+		if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
+			delete(sh.m, k)
+			return false
+		}
+		return ks.fly > 0
+	}
+	// Ask for twice this flush interval's demand: enough to last
+	// until the next flush at the same rate. Once less than half
+	// the capacity is left, Redis grants no more than that, and a
+	// lease above twice the ask goes back: a node that sees little
+	// of a key's traffic does not sit on budget the others need.
+	want := 0.0
+	if active && !c.rule.Detection {
+		want = max(1, 2*ks.demand)
+		if ks.have && nodes > 1 && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
+			back := ks.lease - want
+			ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
+			if c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA {
+				ks.relWin = 0
+			}
+			ks.lease = want
+		}
+	}
+	if want > 0 && nodes == 1 && ks.have && ks.lease == 0 && ks.extra == 0 && ks.rel == 0 &&
+		c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < 1 {
+		// Alone in the fleet with the key's budget spent: no other node
+		// can hand any back, so asking Redis would only hear the same.
+		// The view ages (windows roll, buckets refill) and the next Add
+		// asks once it shows headroom.
+		ks.demand = 0
+		ks.read = ks.used
+		return false
+	}
+	ks.demand = 0
+	b.ops = append(b.ops, Op{
+		Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
+		Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
+		Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
+	})
+	b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
+	ks.fly += ks.extra
+	ks.extra, ks.rel = 0, 0
+	ks.asked = active
+	ks.read = ks.used
+	return true
 }
 
 func (c *Counter) redisKey(k uint64) string {
@@ -718,6 +830,9 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 	defer sh.mu.Unlock()
 	ks := r.ks
 	ks.asked = false
+	if sh.m[r.key] == ks {
+		sh.queueLocked(r.key, ks)
+	}
 	ks.fly -= r.delta
 	if math.Abs(ks.fly) < 1e-9 {
 		ks.fly = 0

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -250,5 +251,169 @@ func TestDetection(t *testing.T) {
 	defer st.mu.Unlock()
 	if g := st.state["guardd:{det:1}"].Grant; g != 0 {
 		t.Errorf("a detector was granted a lease: %v", g)
+	}
+}
+
+// TestCounterReuseAndRelease: asking again for the same rule (a reload that
+// keeps it) returns the counter in use, with its counts; a counter nobody
+// references (its rule was removed or changed) leaves the flush loop, so
+// reloads do not pile counters up.
+func TestCounterReuseAndRelease(t *testing.T) {
+	clock := t0
+	f, _ := newTestFleet(t, "a", newFakeStore(clock), &clock)
+	rule := Rule{Name: "keep", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: time.Minute, Requests: 10}}
+	keep, err := f.Counter(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep.Add(1, 3, clock.UnixNano())
+	for reload := range 50 {
+		again, err := f.Counter(rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != keep {
+			t.Fatalf("reload %d: a new counter for an unchanged rule", reload)
+		}
+		// A rule that exists for one reload only, then is gone.
+		gone, err := f.Counter(Rule{Name: "gone", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 10 + float64(reload)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone.Add(2, 1, clock.UnixNano())
+		f.Flush(context.Background())
+	}
+	if r := keep.Add(1, 0, clock.UnixNano()); r.Count != 3 {
+		t.Errorf("kept counter's count = %v, want 3", r.Count)
+	}
+	// The dropped counters are freed by the garbage collector, then
+	// forgotten: poll with a deadline.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Counters() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d counters in the flush loop after 50 reloads, want 1", f.Counters())
+		}
+		runtime.GC()
+	}
+	f.Flush(context.Background())
+	runtime.KeepAlive(keep)
+}
+
+// TestAddAllocs: a decision allocates nothing once its key is known, the
+// flush loop's list of keys to look at included (it reuses its array).
+func TestAddAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clock := t0
+	f, _ := newTestFleet(t, "a", newFakeStore(clock), &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 1e9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.UnixNano()
+	const keys = 1024
+	for k := range uint64(keys) {
+		c.Add(k*0x9e3779b97f4a7c15, 1, now)
+	}
+	f.Flush(context.Background())
+	f.Flush(context.Background())
+	i := uint64(0)
+	if n := testing.AllocsPerRun(10*keys, func() {
+		c.Add(i%keys*0x9e3779b97f4a7c15, 1, now)
+		i++
+		if i%keys == 0 {
+			f.Flush(context.Background())
+		}
+	}); n > 0.01 {
+		t.Errorf("Add: %v allocations per call", n)
+	}
+}
+
+// TestFlushLooksAtUsedKeys: a flush sends for keys used since the last
+// one, hands back the lease of a key idle since then, and a quiet key with
+// a lease is still looked at by the periodic full pass (its window rolled:
+// the lease goes back).
+func TestFlushLooksAtUsedKeys(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, reg := newTestFleet(t, "a", st, &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: time.Second, Requests: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func() float64 { return testutil.ToFloat64(f.met.keys) }
+	_ = reg
+	for k := range uint64(100) {
+		c.Add(k, 1, clock.UnixNano())
+	}
+	f.Flush(context.Background())
+	if got := keys(); got != 100 {
+		t.Fatalf("first flush: %v keys sent, want 100", got)
+	}
+	// Nothing used: nothing sent, whatever the number of flushes.
+	for range 3 * fullEvery {
+		f.Flush(context.Background())
+	}
+	if got := keys(); got != 100 {
+		t.Fatalf("idle flushes sent %v keys, want none", got-100)
+	}
+	// The window rolls; the full pass hands every lease back.
+	clock = clock.Add(1500 * time.Millisecond)
+	before := keys()
+	f.Flush(context.Background()) // a full pass: a second since the last
+	if got := keys() - before; got != 100 {
+		t.Fatalf("full pass sent %v keys, want 100 (leases of the old window handed back)", got)
+	}
+}
+
+// TestSpentKeyAloneAsksNothing: a node alone in the fleet whose key has
+// spent its budget sends nothing for it while refusing (no other node can
+// hand budget back), and asks again once its view shows headroom.
+func TestSpentKeyAloneAsksNothing(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, _ := newTestFleet(t, "a", st, &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: 5 * time.Second, Requests: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration) {
+		clock = clock.Add(d)
+		st.mu.Lock()
+		st.now = clock.UnixMicro()
+		st.mu.Unlock()
+	}
+	f.Flush(context.Background())
+	admitted := 0
+	for range 20 {
+		step(time.Millisecond)
+		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+			admitted++
+		}
+		f.Flush(context.Background())
+	}
+	if admitted != 5 {
+		t.Fatalf("admitted %d, want the limit, 5", admitted)
+	}
+	sent := testutil.ToFloat64(f.met.keys)
+	for range 20 {
+		step(time.Millisecond)
+		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+			t.Fatal("admitted beyond the budget")
+		}
+		f.Flush(context.Background())
+	}
+	if got := testutil.ToFloat64(f.met.keys) - sent; got != 0 {
+		t.Errorf("%v scripts for a spent key with no other node", got)
+	}
+	// In the next window: admitted, and sent.
+	step(5 * time.Second)
+	if c.Add(7, 1, clock.UnixNano()).Exceeded {
+		t.Fatal("refused in the next window")
+	}
+	f.Flush(context.Background())
+	if got := testutil.ToFloat64(f.met.keys) - sent; got < 1 {
+		t.Error("nothing sent once the key had headroom again")
 	}
 }

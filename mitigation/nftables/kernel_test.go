@@ -342,10 +342,12 @@ func TestRun(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- f.p.Run(ctx) }()
 	f.ban(t, "ip.src", "192.0.2.2", mitigation.ActionFirewall, time.Hour)
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.Equal(f.ns.elements(t, "guardd", "v4"), []string{"192.0.2.1", "192.0.2.2"}) {
+	// Run creates the table on its own goroutine: until then there is no
+	// set to list.
+	deadline := time.Now().Add(30 * time.Second)
+	for !f.ns.hasSet("guardd", "v4") || !slices.Equal(f.ns.elements(t, "guardd", "v4"), []string{"192.0.2.1", "192.0.2.2"}) {
 		if time.Now().After(deadline) {
-			t.Fatalf("v4 = %q after 5 s", f.ns.elements(t, "guardd", "v4"))
+			t.Fatalf("v4 = %q after 30 s", f.ns.elements(t, "guardd", "v4"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

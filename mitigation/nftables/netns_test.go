@@ -210,6 +210,11 @@ func (ns *netns) reaches(t testing.TB, src, dst string) bool {
 
 // elements lists a set's elements as nft prints them, without timeouts:
 // addresses, prefixes (a/len) and ranges (lo-hi), sorted.
+// hasSet reports whether the set exists in table (inet).
+func (ns *netns) hasSet(table, set string) bool {
+	return exec.Command("ip", "netns", "exec", ns.name, "nft", "list", "set", "inet", table, set).Run() == nil
+}
+
 func (ns *netns) elements(t testing.TB, table, set string) []string {
 	t.Helper()
 	out := ns.run(t, "nft", "-j", "list", "set", "inet", table, set)

@@ -376,40 +376,27 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 				reqID = 1
 			}
 		}
-		buf = buf[:0]
-		keyed := true
-		for _, c := range r.Characteristics {
-			if !c.Present(ev) {
-				keyed = false
-				break
-			}
-			buf = c.AppendValue(buf, ev)
-			buf = append(buf, 0xff)
-		}
-		if !keyed {
-			continue // a request without the characteristic cannot be keyed
-		}
-		n := 1.0
-		if r.Score != nil {
-			if n, keyed = r.Score.Num(ev); !keyed || !(n > 0) {
-				continue
-			}
+		var key uint64
+		var n float64
+		var keyed bool
+		if key, n, keyed, buf = lr.key(ev, buf); !keyed {
+			continue
 		}
 		var res counting.Result
 		if lr.conc > 0 {
-			ok, c := rs.lim.inflight.acquire(reqID, r.Name, counting.Hash(buf), lr.conc, t)
+			ok, c := rs.lim.inflight.acquire(reqID, r.Name, key, lr.conc, t)
 			res = counting.Result{Count: float64(c), Remaining: float64(max(0, lr.conc-c))}
 			if !ok {
 				// When a request ends is not known: try again in a second.
 				res.Exceeded, res.RetryAfter = true, time.Second
 			}
 		} else {
-			res = lr.counter.Admit(counting.Hash(buf), n, t)
+			res = lr.counter.Admit(key, n, t)
 		}
 		if lr.shadow {
 			if res.Exceeded {
 				lr.m.shadowRefused.Inc()
-				rs.lim.logShadow(lr, ev, res)
+				rs.lim.logShadow(lr, ev, res, t)
 			} else {
 				lr.m.allowed.Inc()
 			}
@@ -421,21 +408,56 @@ func (rs *Rules) Decide(ev *characteristics.Event, m *rules.Matches, now time.Ti
 			if lr.jitter > 0 {
 				retry += time.Duration(rand.Int64N(lr.jitter + 1))
 			}
-			if !v.Refused || retry > v.Retry {
-				v = Verdict{Matched: true, Refused: true, Rule: r, Retry: retry, Reset: res.Reset, policy: lr.policy, name: lr.name}
-			}
+			v.take(lr, res, retry, &bestRemaining)
 			continue
 		}
 		lr.m.allowed.Inc()
-		if v.Refused {
-			continue
-		}
-		if !v.Matched || res.Remaining < bestRemaining {
-			bestRemaining = res.Remaining
-			v = Verdict{Matched: true, Rule: r, Remaining: int64(math.Floor(res.Remaining)), Reset: res.Reset, policy: lr.policy, name: lr.name}
-		}
+		v.take(lr, res, 0, &bestRemaining)
 	}
 	return v, buf
+}
+
+// key is lr's key of ev, hashed from its characteristic values each
+// followed by 0xff (buf is scratch space, returned grown), and the request's
+// size: 1, or the rule's score. ok is false for a request the rule cannot
+// count: a characteristic absent, or no positive score.
+func (lr *limitRule) key(ev *characteristics.Event, buf []byte) (key uint64, n float64, ok bool, _ []byte) {
+	r := lr.rule
+	buf = buf[:0]
+	for _, c := range r.Characteristics {
+		if !c.Present(ev) {
+			return 0, 0, false, buf // a request without the characteristic cannot be keyed
+		}
+		buf = c.AppendValue(buf, ev)
+		buf = append(buf, 0xff)
+	}
+	n = 1
+	if r.Score != nil {
+		if n, ok = r.Score.Num(ev); !ok || !(n > 0) {
+			return 0, 0, false, buf
+		}
+	}
+	return counting.Hash(buf), n, true, buf
+}
+
+// take folds one enforced rule's result into v: most restrictive decides.
+// Of the refusing rules the one with the longest wait (retry) decides, else
+// of the admitting ones the one with the least remaining (best holds it).
+func (v *Verdict) take(lr *limitRule, res counting.Result, retry time.Duration, best *float64) {
+	r := lr.rule
+	if res.Exceeded {
+		if !v.Refused || retry > v.Retry {
+			*v = Verdict{Matched: true, Refused: true, Rule: r, Retry: retry, Reset: res.Reset, policy: lr.policy, name: lr.name}
+		}
+		return
+	}
+	if v.Refused {
+		return
+	}
+	if !v.Matched || res.Remaining < *best {
+		*best = res.Remaining
+		*v = Verdict{Matched: true, Rule: r, Remaining: int64(math.Floor(res.Remaining)), Reset: res.Reset, policy: lr.policy, name: lr.name}
+	}
 }
 
 // requestIDHeader carries nginx's $request_id on the auth subrequest.
@@ -455,9 +477,9 @@ func (rs *Rules) classOf(m *rules.Matches) int {
 }
 
 // logShadow logs a refusal a shadow rule would have made, at most once a
-// second per rule; the metric counts every one.
-func (l *Limiter) logShadow(lr *limitRule, ev *characteristics.Event, res counting.Result) {
-	now := time.Now().UnixNano()
+// second per rule (of now, the decision's time in Unix nanoseconds); the
+// metric counts every one.
+func (l *Limiter) logShadow(lr *limitRule, ev *characteristics.Event, res counting.Result, now int64) {
 	last := lr.m.lastLog.Load()
 	if now-last < int64(time.Second) || !lr.m.lastLog.CompareAndSwap(last, now) {
 		return

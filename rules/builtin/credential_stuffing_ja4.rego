@@ -13,12 +13,19 @@
 #   algorithm: sliding_window
 package guardd.rules.credential_stuffing_ja4
 
-login_paths := {"/login", "/signin", "/sign-in", "/logon", "/auth", "/session", "/sessions", "/user/login", "/users/sign_in", "/account/login", "/accounts/login", "/api/login", "/api/auth/login", "/api/v1/login", "/oauth/token", "/wp-login.php", "/xmlrpc.php", "/administrator/index.php"}
+import data.guardd.config
+
+# The login endpoints are the configuration's rules.login_paths (docs/rules.md).
+login_path(path) if path in config.login_paths
+
+login_path(path) if strings.any_prefix_match(path, config.login_prefixes)
+
+login_path(path) if strings.any_suffix_match(path, config.login_suffixes)
 
 count if {
 	input.tls.ja4
 	input.http.method == "POST"
-	lower(input.http.path) in login_paths
+	login_path(lower(input.http.path))
 	input.http.status in {401, 403}
 }
 
@@ -26,5 +33,5 @@ count if {
 # built on the same TLS stack, so browsing stays untouched.
 mitigate if {
 	input.http.method == "POST"
-	lower(input.http.path) in login_paths
+	login_path(lower(input.http.path))
 }

@@ -18,28 +18,31 @@
 #   algorithm: sliding_window
 package guardd.rules.login_bruteforce
 
-login_paths := {"/login", "/signin", "/sign-in", "/logon", "/auth", "/session", "/sessions", "/user/login", "/users/sign_in", "/account/login", "/accounts/login", "/api/login", "/api/auth/login", "/api/v1/login", "/oauth/token", "/wp-login.php", "/xmlrpc.php", "/administrator/index.php"}
+import data.guardd.config
 
-# Ends of login form paths, wherever the application is mounted.
-login_suffixes := {"/login", "/signin", "/sign-in", "/logon", "/login.php", "/user/login", "/account/login", "/admin/login", "/users/sign_in", "/wp-login.php", "/xmlrpc.php", "/session", "/sessions"}
+# The login endpoints are the configuration's rules.login_paths (docs/rules.md):
+# exact paths, prefixes and ends of paths, lower case.
+login_path(path) if path in config.login_paths
+
+login_path(path) if strings.any_prefix_match(path, config.login_prefixes)
+
+login_path(path) if strings.any_suffix_match(path, config.login_suffixes)
 
 count if {
 	input.http.method == "POST"
-	lower(input.http.norm.path) in login_paths
+	login_path(lower(input.http.norm.path))
 	input.http.status in {401, 403, 404}
 }
 
+# A login form shown again: 200 on a login path that is not a JSON API or
+# a token endpoint (those answer 200 to a success).
 count if {
 	input.http.method == "POST"
-	strings.any_suffix_match(lower(input.http.norm.path), login_suffixes)
-	input.http.status in {401, 403, 404}
-}
-
-count if {
-	input.http.method == "POST"
-	strings.any_suffix_match(lower(input.http.norm.path), login_suffixes)
+	login_path(lower(input.http.norm.path))
 	input.http.status == 200
 	not contains(lower(input.http.norm.path), "/api/")
+	not contains(lower(input.http.norm.path), "/oauth/")
+	not lower(input.http.norm.path) == "/auth"
 }
 
 count if {
@@ -48,8 +51,6 @@ count if {
 	input.log.remote_user != "-"
 }
 
-mitigate if strings.any_suffix_match(lower(input.http.norm.path), login_suffixes)
-
-mitigate if lower(input.http.norm.path) in login_paths
+mitigate if login_path(lower(input.http.norm.path))
 
 mitigate if input.http.status == 401
