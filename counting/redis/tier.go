@@ -628,7 +628,10 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 			}
 			ks.extra += n
 		}
-		kick = healthy && !ks.asked
+		// A refusal on the fleet view kicks no flush: the budget is spent
+		// until the view says otherwise, and a hot refused key would
+		// otherwise make every request a flush.
+		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded)
 	}
 	sh.mu.Unlock()
 	if kick {
@@ -785,6 +788,16 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, k uint64, ks *keyState, now 
 			}
 			ks.lease = want
 		}
+	}
+	if want > 0 && nodes == 1 && ks.have && ks.lease == 0 && ks.extra == 0 && ks.rel == 0 &&
+		c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < 1 {
+		// Alone in the fleet with the key's budget spent: no other node
+		// can hand any back, so asking Redis would only hear the same.
+		// The view ages (windows roll, buckets refill) and the next Add
+		// asks once it shows headroom.
+		ks.demand = 0
+		ks.read = ks.used
+		return false
 	}
 	ks.demand = 0
 	b.ops = append(b.ops, Op{

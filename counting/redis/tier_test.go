@@ -366,3 +366,54 @@ func TestFlushLooksAtUsedKeys(t *testing.T) {
 		t.Fatalf("full pass sent %v keys, want 100 (leases of the old window handed back)", got)
 	}
 }
+
+// TestSpentKeyAloneAsksNothing: a node alone in the fleet whose key has
+// spent its budget sends nothing for it while refusing (no other node can
+// hand budget back), and asks again once its view shows headroom.
+func TestSpentKeyAloneAsksNothing(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, _ := newTestFleet(t, "a", st, &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: 5 * time.Second, Requests: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration) {
+		clock = clock.Add(d)
+		st.mu.Lock()
+		st.now = clock.UnixMicro()
+		st.mu.Unlock()
+	}
+	f.Flush(context.Background())
+	admitted := 0
+	for range 20 {
+		step(time.Millisecond)
+		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+			admitted++
+		}
+		f.Flush(context.Background())
+	}
+	if admitted != 5 {
+		t.Fatalf("admitted %d, want the limit, 5", admitted)
+	}
+	sent := testutil.ToFloat64(f.met.keys)
+	for range 20 {
+		step(time.Millisecond)
+		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+			t.Fatal("admitted beyond the budget")
+		}
+		f.Flush(context.Background())
+	}
+	if got := testutil.ToFloat64(f.met.keys) - sent; got != 0 {
+		t.Errorf("%v scripts for a spent key with no other node", got)
+	}
+	// In the next window: admitted, and sent.
+	step(5 * time.Second)
+	if c.Add(7, 1, clock.UnixNano()).Exceeded {
+		t.Fatal("refused in the next window")
+	}
+	f.Flush(context.Background())
+	if got := testutil.ToFloat64(f.met.keys) - sent; got < 1 {
+		t.Error("nothing sent once the key had headroom again")
+	}
+}
