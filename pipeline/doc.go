@@ -23,5 +23,9 @@
 // holds a mitigation there that this trip would not extend by a tenth of its
 // timeout. A replay uses an in-memory store and a Report, which keeps what
 // `guardd replay` prints: every mitigation made, and per client what the
-// mitigations in force did to its requests.
+// mitigations in force did to its requests. Given the throttle rules
+// (Report.SimulateThrottle), a replay also admits or refuses each request
+// they count with the decision API's limiter (mitigation/throttle): the
+// workers work out the keys, the sequencer admits in input order on the
+// event's time, so the refusals do not depend on scheduling either.
 package pipeline

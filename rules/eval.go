@@ -31,6 +31,8 @@ type ruleEval struct {
 type Set struct {
 	rules   []*Rule
 	evals   []*ruleEval
+	pcs     []rulePCs // where each rule's native predicates start in prog
+	prog    []instr   // the native predicates of every rule, laid out flat
 	log     *slog.Logger
 	timeout time.Duration
 	metrics *metrics
@@ -96,6 +98,16 @@ func newSet(c *ast.Compiler, evals []*ruleEval, opts Options) (*Set, error) {
 }
 
 func (s *Set) add(re *ruleEval) {
+	pcs := rulePCs{count: -1, mitigate: -1}
+	if re.count != nil {
+		pcs.count = int32(len(s.prog))
+		s.prog = appendProgram(s.prog, re.count)
+	}
+	if re.mitigate != nil {
+		pcs.mitigate = int32(len(s.prog))
+		s.prog = appendProgram(s.prog, re.mitigate)
+	}
+	s.pcs = append(s.pcs, pcs)
 	n := re.rule.Name
 	re.fallbacks = s.metrics.fallbacks.WithLabelValues(n)
 	re.timeouts = s.metrics.errors.WithLabelValues(n, "timeout")
@@ -194,16 +206,17 @@ func (s *Set) Eval(e *characteristics.Event, m *Matches) {
 	m.reset(len(s.evals))
 	for i, re := range s.evals {
 		var c, mit bool
-		if re.count != nil {
-			c = re.count.eval(e, &m.st)
+		pcs := s.pcs[i]
+		if pcs.count >= 0 {
+			c = s.run(pcs.count, e, &m.st)
 		} else {
 			c = s.fallback(re, re.countQ, e, m)
 		}
 		switch {
 		case re.mitigateQ == nil:
 			mit = c
-		case re.mitigate != nil:
-			mit = re.mitigate.eval(e, &m.st)
+		case pcs.mitigate >= 0:
+			mit = s.run(pcs.mitigate, e, &m.st)
 		default:
 			mit = s.fallback(re, re.mitigateQ, e, m)
 		}
@@ -212,6 +225,78 @@ func (s *Set) Eval(e *characteristics.Event, m *Matches) {
 		}
 		if mit {
 			m.mitigate[i>>6] |= 1 << (uint(i) & 63)
+		}
+	}
+}
+
+// instr is one step of a Set's flat program: a condition and where to go
+// when it fails (the next alternative of its predicate, or its opFalse), or
+// the end of an alternative (opTrue: the predicate holds) or of a predicate
+// (opFalse: no alternative held). Laid out in one slice, the predicates of
+// a whole library are read in order from a few cache lines, not chased
+// through a slice of slices per rule.
+type instr struct {
+	c    cond
+	slot int32 // cache slot of the condition's result, or -1
+	jump int32 // opCond: the instruction to run when the condition fails
+	op   uint8
+}
+
+const (
+	opCond = iota
+	opTrue
+	opFalse
+)
+
+type rulePCs struct{ count, mitigate int32 } // -1: not native
+
+// appendProgram lays p out at the end of prog.
+func appendProgram(prog []instr, p *predicate) []instr {
+	for _, alt := range p.alts {
+		start := len(prog)
+		for _, st := range alt {
+			prog = append(prog, instr{c: st.c, slot: int32(st.slot), op: opCond})
+		}
+		prog = append(prog, instr{op: opTrue})
+		for i := start; i < len(prog)-1; i++ {
+			prog[i].jump = int32(len(prog))
+		}
+	}
+	return append(prog, instr{op: opFalse})
+}
+
+// run evaluates the predicate of s.prog that starts at pc. A condition's
+// result is computed once per event and kept in st.res when it has a slot.
+func (s *Set) run(pc int32, e *characteristics.Event, st *state) bool {
+	prog, res := s.prog, st.res
+	for {
+		in := &prog[pc]
+		switch in.op {
+		case opTrue:
+			return true
+		case opFalse:
+			return false
+		}
+		var r bool
+		if uint(in.slot) < uint(len(res)) {
+			switch res[in.slot] {
+			case resFalse:
+			case resTrue:
+				r = true
+			default:
+				r = in.c(e, st)
+				res[in.slot] = resFalse
+				if r {
+					res[in.slot] = resTrue
+				}
+			}
+		} else {
+			r = in.c(e, st)
+		}
+		if r {
+			pc++
+		} else {
+			pc = in.jump
 		}
 	}
 }

@@ -12,9 +12,9 @@ import (
 // makes of `some s in scanners; contains(ua, s)`: one alternative per
 // element becomes one condition over the whole set (a multi-pattern
 // matcher, a prefix or suffix table, or a set lookup).
-func mergeAlts(alts [][]cond, sigs [][]condSig) [][]cond {
+func mergeAlts(alts [][]step, sigs [][]condSig) [][]step {
 	done := make([]bool, len(alts))
-	var out [][]cond
+	var out [][]step
 	for pos := 0; ; pos++ {
 		any := false
 		groups := map[string][]int{}
@@ -60,8 +60,8 @@ func mergeAlts(alts [][]cond, sigs [][]condSig) [][]cond {
 				consts = append(consts, sigs[i][pos].s)
 				done[i] = true
 			}
-			alt := append([]cond(nil), alts[g[0]]...)
-			alt[pos] = mergedCond(first.op, first.o, consts)
+			alt := append([]step(nil), alts[g[0]]...)
+			alt[pos] = step{mergedCond(first.op, first.o, consts), -1}
 			out = append(out, alt)
 		}
 	}

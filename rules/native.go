@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -24,8 +25,18 @@ import (
 // predicate is a compiled expression: an OR of ANDs of conditions. No
 // alternatives means never true; an empty alternative means always true.
 type predicate struct {
-	alts [][]cond
+	alts [][]step
 	text string // the residual, for messages
+}
+
+// step is one condition of a conjunction and the slot its result is cached
+// in per event, or -1. The library repeats conditions across rules (GET or
+// HEAD, not a verified crawler, not an asset, the login paths, the protocol
+// versions, the TLS client), so each is computed once per event, however
+// many rules and alternatives ask, and read back from state.res.
+type step struct {
+	c    cond
+	slot int
 }
 
 // cond is one native condition. An undefined operand makes it false, as an
@@ -33,10 +44,29 @@ type predicate struct {
 type cond func(e *characteristics.Event, st *state) bool
 
 func (p *predicate) eval(e *characteristics.Event, st *state) bool {
+	res := st.res
 	for _, alt := range p.alts {
 		ok := true
-		for _, c := range alt {
-			if !c(e, st) {
+		for i := range alt {
+			s := &alt[i]
+			var r bool
+			if uint(s.slot) < uint(len(res)) {
+				switch res[s.slot] {
+				case resFalse:
+					r = false
+				case resTrue:
+					r = true
+				default:
+					r = s.c(e, st)
+					res[s.slot] = resFalse
+					if r {
+						res[s.slot] = resTrue
+					}
+				}
+			} else {
+				r = s.c(e, st)
+			}
+			if !r {
 				ok = false
 				break
 			}
@@ -47,6 +77,13 @@ func (p *predicate) eval(e *characteristics.Event, st *state) bool {
 	}
 	return false
 }
+
+// Values of state.res.
+const (
+	resUnknown = iota
+	resFalse
+	resTrue
+)
 
 // state is per-goroutine scratch space: the values of formatted and
 // case-folded operands, computed once per event and shared by every rule
@@ -65,6 +102,7 @@ type state struct {
 	memoNext int
 
 	masks   []signature.Mask           // results of guardd built-ins per slot
+	res     []uint8                    // results of conditions per slot this event (resUnknown...)
 	sigMemo *[sigMemoSize]sigMemoEntry // signature scans across events, by hash
 }
 
@@ -97,6 +135,11 @@ func (st *state) memoPut(m *multiContains, v string, res bool) {
 
 // next invalidates every cached value.
 func (st *state) next() {
+	if n := int(nslots.Load()); len(st.res) < n {
+		st.res = make([]uint8, n+n/2)
+	} else {
+		clear(st.res)
+	}
 	st.gen++
 	if st.gen == 0 {
 		clear(st.gens)
@@ -121,6 +164,9 @@ var slots = struct {
 	m map[string]int
 }{m: map[string]int{}}
 
+// nslots is len(slots.m), read without the lock on every event.
+var nslots atomic.Int32
+
 func slotFor(key string) int {
 	slots.Lock()
 	defer slots.Unlock()
@@ -128,6 +174,7 @@ func slotFor(key string) int {
 	if !ok {
 		s = len(slots.m)
 		slots.m[key] = s
+		nslots.Store(int32(len(slots.m)))
 	}
 	return s
 }
@@ -341,10 +388,10 @@ func (sig condSig) String() string {
 	return fmt.Sprintf("%s(%s,%q,%v)", sig.op, sig.key, sig.s, sig.negated)
 }
 
-func (tr *translator) body(body ast.Body) ([]cond, []condSig, error) {
+func (tr *translator) body(body ast.Body) ([]step, []condSig, error) {
 	tr.vars = map[ast.Var]*operand{}
 	type entry struct {
-		c    cond
+		c    step
 		sig  condSig
 		cost int
 	}
@@ -355,13 +402,17 @@ func (tr *translator) body(body ast.Body) ([]cond, []condSig, error) {
 			return nil, nil, err
 		}
 		if c != nil {
-			es = append(es, entry{c, sig, tr.cost(e)})
+			slot := -1
+			if memoizable(e) {
+				slot = slotFor("cond:" + e.String())
+			}
+			es = append(es, entry{step{c, slot}, sig, tr.cost(e)})
 		}
 	}
 	// Conditions are pure functions of the event, so their order does not
 	// change the result: cheap ones go first, to fail fast.
 	slices.SortStableFunc(es, func(a, b entry) int { return a.cost - b.cost })
-	out := make([]cond, len(es))
+	out := make([]step, len(es))
 	sigs := make([]condSig, len(es))
 	for i, e := range es {
 		out[i], sigs[i] = e.c, e.sig
@@ -423,6 +474,44 @@ func usuallyPresent(ref ast.Ref) bool {
 		return true
 	}
 	return false
+}
+
+// memoizable reports whether e's compiled condition is a function of the
+// event alone, so that its text names it across rules: no variable bound
+// elsewhere in the body and no reference to a support rule.
+func memoizable(e *ast.Expr) bool {
+	if len(e.With) > 0 {
+		return false
+	}
+	ok := true
+	var walk func(t *ast.Term) bool
+	walk = func(t *ast.Term) bool {
+		switch v := t.Value.(type) {
+		case ast.Var:
+			ok = false
+		case ast.Ref:
+			if !v.HasPrefix(ast.InputRootRef) || !v.IsGround() {
+				ok = false
+			}
+			return true
+		case ast.Call:
+			for _, a := range v[1:] {
+				ast.WalkTerms(a, walk)
+			}
+			return true
+		}
+		return !ok
+	}
+	if e.IsCall() {
+		for _, a := range e.Operands() {
+			ast.WalkTerms(a, walk)
+		}
+	} else if t, isTerm := e.Terms.(*ast.Term); isTerm {
+		ast.WalkTerms(t, walk)
+	} else {
+		return false
+	}
+	return ok
 }
 
 // expr compiles one residual expression. A nil cond with a nil error is an
@@ -657,7 +746,7 @@ func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
 		if err != nil {
 			return nil, condSig{}, err
 		}
-		return p.eval, condSig{}, nil
+		return p.eval, condSig{}, nil // not cached: a support rule's path is not its meaning
 	}
 	o, err := tr.operand(t)
 	if err != nil {

@@ -76,9 +76,9 @@ func (rs *Rules) Counts(ev *characteristics.Event, m *rules.Matches, buf []byte,
 // each Count's Refused says what its rule said, and the verdict is the most
 // restrictive enforced rule's. Shadow rules are counted and judged but
 // never refuse. Unlike Decide it adds no jitter (a replay gives the same
-// answer every time), updates no metric and logs nothing. Calls must come
-// in the order of the requests' times, from one goroutine at a time per
-// rule set.
+// answer every time), updates no metric and logs nothing. Calls come in the
+// requests' order (the log's), from one goroutine at a time, so the answer
+// does not depend on scheduling.
 func (rs *Rules) Admit(cs []Count, now time.Time) Verdict {
 	var v Verdict
 	var best float64
