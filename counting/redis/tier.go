@@ -373,17 +373,15 @@ func isDeadline(err error) bool {
 // send applies ops[start:end] under one deadline and settles them.
 func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	ops := b.ops[start:end]
-	var states []State
-	var errs []error
+	// The call writes only into st and er. A call that outlives the
+	// deadline keeps writing into them while this goroutine goes on, so
+	// then it reads fresh slices instead and never touches st or er again.
+	st, er := make([]State, len(ops)), make([]error, len(ops))
 	t0 := f.cfg.Now()
 	err, inTime := f.bounded(ctx, func(ctx context.Context) error {
-		// Fresh slices: a call that outlives the deadline writes only
-		// into these, which nobody reads then.
-		st, er := make([]State, len(ops)), make([]error, len(ops))
-		err := f.store.Apply(ctx, ops, st, er)
-		states, errs = st, er
-		return err
+		return f.store.Apply(ctx, ops, st, er)
 	})
+	states, errs := st, er
 	if !inTime {
 		states, errs = make([]State, len(ops)), make([]error, len(ops))
 	}
