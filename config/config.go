@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -518,6 +520,42 @@ func (c *Config) NFTables() (pc nftables.Config, ok bool) {
 		pc.Actions = append(pc.Actions, a.Action)
 	}
 	return pc, true
+}
+
+// Inputs lists what a daemon with c reads, for guardd check and the start-up
+// log line.
+func (c *Config) Inputs() []string {
+	var in []string
+	if len(c.Sources.Nginx.Paths) > 0 {
+		in = append(in, "nginx logs "+strings.Join(c.Sources.Nginx.Paths, ", "))
+	} else {
+		in = append(in, "no nginx logs (sources.nginx.paths is empty: guardd run refuses this)")
+	}
+	if len(c.Fingerprint.Interfaces) > 0 {
+		in = append(in, "capture on "+strings.Join(c.Fingerprint.Interfaces, ", "))
+	}
+	return in
+}
+
+// Outputs lists where a daemon with c enforces or publishes mitigations.
+func (c *Config) Outputs() []string {
+	out := []string{"decision API on " + cmp.Or(c.Decision.Listen, DefaultDecisionListen), "admin API on " + cmp.Or(c.Admin.Listen, DefaultAdminListen)}
+	if c.CrowdSec.Listen != "" {
+		out = append(out, "CrowdSec bouncer API on "+c.CrowdSec.Listen)
+	}
+	if c.Blocklist.Listen != "" {
+		out = append(out, "blocklist feed on "+c.Blocklist.Listen)
+	}
+	if c.Blocklist.NginxGeo != nil {
+		out = append(out, "nginx geo file")
+	}
+	if f := c.Fleet; f != nil {
+		out = append(out, fmt.Sprintf("fleet-wide counts and mitigations through Redis (%s) at %s", cmp.Or(f.Redis.Mode, "standalone"), strings.Join(f.Redis.Addresses, ", ")))
+	}
+	if pc, ok := c.NFTables(); ok {
+		out = append(out, "nftables table "+cmp.Or(pc.Table, "guardd"))
+	}
+	return out
 }
 
 // StateFile is a file in the state directory.

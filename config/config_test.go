@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,30 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("validated config has a bad allowlist: %v", err)
 		}
 	})
+}
+
+func TestInputsOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		name, src    string
+		inputs, outs []string
+	}{
+		{"empty", "", []string{"no nginx logs (sources.nginx.paths is empty: guardd run refuses this)"},
+			[]string{"decision API on " + DefaultDecisionListen, "admin API on " + DefaultAdminListen}},
+		{"all", "sources:\n  nginx:\n    paths: [/a.log, /b.log]\nfingerprint:\n  interfaces: [lo]\ncrowdsec:\n  listen: 127.0.0.1:9482\nfirewall:\n  nftables:\n",
+			[]string{"nginx logs /a.log, /b.log", "capture on lo"},
+			[]string{"decision API on " + DefaultDecisionListen, "admin API on " + DefaultAdminListen, "CrowdSec bouncer API on 127.0.0.1:9482", "nftables table guardd"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("t.yml", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Inputs(); !slices.Equal(got, tc.inputs) {
+				t.Errorf("Inputs() = %q, want %q", got, tc.inputs)
+			}
+			if got := cfg.Outputs(); !slices.Equal(got, tc.outs) {
+				t.Errorf("Outputs() = %q, want %q", got, tc.outs)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation/admin"
+	"github.com/guardd/guardd/report"
 )
 
 // addRequest is the body the decisions command posts.
@@ -31,9 +32,11 @@ func (d *daemon) status() any {
 	for _, rl := range p.Rules().Rules() {
 		st.Rules = append(st.Rules, rl.Name)
 	}
-	for _, m := range d.store.List(time.Now()) {
-		st.Mitigations++
-		st.ByAction[m.Action.String()]++
+	active := d.store.List(time.Now())
+	st.Mitigations = len(active)
+	_, byAction := report.Counts(active)
+	for _, c := range byAction {
+		st.ByAction[c.Action] = c.N
 	}
 	st.CounterKeys, _ = p.Engine().Keys()
 	st.Fleet = d.fleet.status(p.Rules().Rules())

@@ -54,8 +54,8 @@ file, line and field of the first error otherwise.`, args, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", *configPath)
 	fmt.Fprintf(stdout, "rules: %d (%s)\n", len(names), strings.Join(names, ", "))
-	fmt.Fprintf(stdout, "inputs: %s\n", strings.Join(inputsOf(cfg), "; "))
-	fmt.Fprintf(stdout, "outputs: %s\n", strings.Join(outputsOf(cfg), "; "))
+	fmt.Fprintf(stdout, "inputs: %s\n", strings.Join(cfg.Inputs(), "; "))
+	fmt.Fprintf(stdout, "outputs: %s\n", strings.Join(cfg.Outputs(), "; "))
 	if cfg.Fleet != nil {
 		if per := perNodeRules(p.Rules().Rules()); len(per) > 0 {
 			fmt.Fprintf(stdout, "fleet: counted on each node alone, not fleet-wide: %s (docs/fleet.md)\n", strings.Join(per, ", "))
@@ -70,39 +70,4 @@ file, line and field of the first error otherwise.`, args, stdout, stderr)
 		fmt.Fprintln(stdout, "warning:", w)
 	}
 	return 0
-}
-
-// inputsOf lists what a daemon with cfg reads.
-func inputsOf(cfg *config.Config) []string {
-	var in []string
-	if len(cfg.Sources.Nginx.Paths) > 0 {
-		in = append(in, "nginx logs "+strings.Join(cfg.Sources.Nginx.Paths, ", "))
-	} else {
-		in = append(in, "no nginx logs (sources.nginx.paths is empty: guardd run refuses this)")
-	}
-	if len(cfg.Fingerprint.Interfaces) > 0 {
-		in = append(in, "capture on "+strings.Join(cfg.Fingerprint.Interfaces, ", "))
-	}
-	return in
-}
-
-// outputsOf lists where a daemon with cfg enforces or publishes mitigations.
-func outputsOf(cfg *config.Config) []string {
-	out := []string{"decision API on " + or(cfg.Decision.Listen, config.DefaultDecisionListen), "admin API on " + or(cfg.Admin.Listen, config.DefaultAdminListen)}
-	if cfg.CrowdSec.Listen != "" {
-		out = append(out, "CrowdSec bouncer API on "+cfg.CrowdSec.Listen)
-	}
-	if cfg.Blocklist.Listen != "" {
-		out = append(out, "blocklist feed on "+cfg.Blocklist.Listen)
-	}
-	if cfg.Blocklist.NginxGeo != nil {
-		out = append(out, "nginx geo file")
-	}
-	if f := cfg.Fleet; f != nil {
-		out = append(out, fmt.Sprintf("fleet-wide counts and mitigations through Redis (%s) at %s", or(f.Redis.Mode, "standalone"), strings.Join(f.Redis.Addresses, ", ")))
-	}
-	if pc, ok := cfg.NFTables(); ok {
-		out = append(out, "nftables table "+or(pc.Table, "guardd"))
-	}
-	return out
 }

@@ -267,7 +267,7 @@ func (d *daemon) Run(ctx context.Context) error {
 	}
 	d.log.Info("guardd running", "decision", d.decisionLn.Addr().String(), "admin", d.adminLn.Addr().String(),
 		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipes.Load().Rules().Rules()), "mitigations", d.store.Len(),
-		"inputs", inputsOf(cfg), "outputs", outputsOf(cfg))
+		"inputs", cfg.Inputs(), "outputs", cfg.Outputs())
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
 	g.Go(func() error { return d.limits.Run(ctx) })
