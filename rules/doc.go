@@ -15,7 +15,10 @@
 //     mitigate that is not boolean.
 //   - Each rule is compiled, through partial evaluation with input unknown,
 //     into native predicates over *characteristics.Event. Set.Eval then costs
-//     tens of nanoseconds per rule and allocates nothing.
+//     tens of nanoseconds per rule and allocates nothing. A condition that
+//     depends on the event alone is computed once per event, however many
+//     rules ask (its result is kept in a slot named by its text), and a Set
+//     runs its rules' predicates as one flat program.
 //   - Configuration rules read (Options.LoginPaths, from rules.login_paths)
 //     is a module of constants, package guardd.config, compiled with the
 //     rules: partial evaluation folds data.guardd.config.* into the native
