@@ -18,9 +18,6 @@ func init() {
 	register("explain", "say why a client is mitigated, or how close it is to each rule's limit", runExplain)
 }
 
-// explainJSON is GET /v1/explain/{addr}.
-type explainJSON = pipeline.Explanation
-
 // explain is the daemon's side of guardd explain.
 func (d *daemon) explain(addr netip.Addr) any {
 	allow, err := d.cfg.Load().Allowlist()
@@ -68,7 +65,7 @@ now: the count in the current window, the limit and the period.`, args, stdout, 
 		fmt.Fprintln(stdout, b.String())
 		return 0
 	}
-	var ex explainJSON
+	var ex pipeline.Explanation
 	if err := json.Unmarshal(raw, &ex); err != nil {
 		fmt.Fprintln(stderr, "guardd explain:", err)
 		return 1
@@ -77,7 +74,7 @@ now: the count in the current window, the limit and the period.`, args, stdout, 
 	return 0
 }
 
-func writeExplain(w io.Writer, ex explainJSON) {
+func writeExplain(w io.Writer, ex pipeline.Explanation) {
 	switch {
 	case ex.Allowlisted:
 		fmt.Fprintf(w, "%s is allowlisted: never mitigated.\n", ex.Address)
