@@ -30,6 +30,7 @@ import (
 	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/report"
 	"github.com/guardd/guardd/shadowban"
 )
 
@@ -189,7 +190,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return fail(err)
 	}
-	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d}, Explain: d.explain, Deleted: d.deleted}); err != nil {
+	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d, rates: &report.DecisionRates{Gatherer: reg, Start: d.started}}, Explain: d.explain, Deleted: d.deleted}); err != nil {
 		return fail(err)
 	}
 	if err := d.buildOutputs(cfg); err != nil {

@@ -1,0 +1,87 @@
+package report
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// DecisionRates fills the status page's decision rate and latencies over the
+// interval since the previous page load (the page reloads itself every 5 s),
+// or since Start on the first, from the decision API's metrics in Gatherer.
+type DecisionRates struct {
+	Gatherer prometheus.Gatherer
+	Start    time.Time // when the counters started
+
+	mu   sync.Mutex
+	prev decisionSample
+}
+
+// decisionSample is the decision counters at one time.
+type decisionSample struct {
+	at      time.Time
+	total   float64   // decisions
+	buckets []float64 // cumulative counts per upper bound
+	bounds  []float64
+	count   float64
+}
+
+// Fill sets st's Interval, Decisions, P50 and P99 from a sample taken at now
+// and the previous one, and keeps this one for the next call.
+func (r *DecisionRates) Fill(st *Status, now time.Time) {
+	cur := r.sample(now)
+	r.mu.Lock()
+	prev := r.prev
+	if prev.at.IsZero() {
+		prev = decisionSample{at: r.Start, buckets: make([]float64, len(cur.buckets))}
+	}
+	r.prev = cur
+	r.mu.Unlock()
+	st.Interval = cur.at.Sub(prev.at).Round(time.Millisecond)
+	if secs := cur.at.Sub(prev.at).Seconds(); secs > 0 {
+		st.Decisions = (cur.total - prev.total) / secs
+	}
+	delta := make([]float64, len(cur.buckets))
+	for i := range delta {
+		delta[i] = cur.buckets[i]
+		if i < len(prev.buckets) {
+			delta[i] -= prev.buckets[i]
+		}
+	}
+	n := cur.count - prev.count
+	if n <= 0 { // nothing new: the figures since the start
+		delta, n = cur.buckets, cur.count
+	}
+	st.P50, st.P99 = Quantile(cur.bounds, delta, n, 0.5), Quantile(cur.bounds, delta, n, 0.99)
+}
+
+// sample reads the decision counters from the registry.
+func (r *DecisionRates) sample(now time.Time) decisionSample {
+	out := decisionSample{at: now}
+	mfs, _ := r.Gatherer.Gather()
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "guardd_decision_requests_total":
+			for _, m := range mf.GetMetric() {
+				out.total += m.GetCounter().GetValue()
+			}
+		case "guardd_decision_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				h := m.GetHistogram()
+				out.count = float64(h.GetSampleCount())
+				out.bounds, out.buckets = bucketsOf(h)
+			}
+		}
+	}
+	return out
+}
+
+func bucketsOf(h *dto.Histogram) (bounds, counts []float64) {
+	for _, b := range h.GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+		counts = append(counts, float64(b.GetCumulativeCount()))
+	}
+	return bounds, counts
+}
