@@ -7,96 +7,25 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/guardd/guardd/characteristics"
-	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/mitigation"
-	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/pipeline"
 )
 
 func init() {
 	register("explain", "say why a client is mitigated, or how close it is to each rule's limit", runExplain)
 }
 
-// explainJSON is GET /v1/explain/{addr}.
-type explainJSON struct {
-	Address     string                  `json:"address"`
-	Allowlisted bool                    `json:"allowlisted"`
-	Mitigations []mitigation.Mitigation `json:"mitigations"` // active, on the address or a prefix holding it
-	Rules       []ruleStateJSON         `json:"rules"`
-	Time        time.Time               `json:"time"`
-}
-
-// ruleStateJSON is one rule's count for the client right now.
-type ruleStateJSON struct {
-	Rule          string           `json:"rule"`
-	Action        string           `json:"action"`
-	Scope         mitigation.Scope `json:"scope,omitempty"`
-	Count         float64          `json:"count"`
-	Limit         float64          `json:"limit"`
-	PeriodSeconds float64          `json:"period_seconds"`
-	Ratio         float64          `json:"ratio"`
-	Exceeded      bool             `json:"exceeded"`
-	Note          string           `json:"note,omitempty"` // why there is no count
-}
-
 // explain is the daemon's side of guardd explain.
 func (d *daemon) explain(addr netip.Addr) any {
+	allow, err := d.cfg.Load().Allowlist()
+	if err != nil {
+		allow = mitigation.Allowlist{} // one that does not load allowlists nothing here
+	}
 	now := time.Now()
-	out := explainJSON{Address: addr.String(), Mitigations: []mitigation.Mitigation{}, Rules: []ruleStateJSON{}, Time: now.UTC()}
-	cfg := d.cfg.Load()
-	if allow, err := cfg.Allowlist(); err == nil {
-		out.Allowlisted = allow.Allows(mitigation.Scope{{Name: "ip.src", Value: addr.String()}})
-	}
-	for _, m := range d.store.List(now) {
-		for _, p := range m.Scope {
-			if covers(p, addr) {
-				out.Mitigations = append(out.Mitigations, m)
-				break
-			}
-		}
-	}
-	p := d.pipes.Load()
-	ev := characteristics.Event{IP: addr, Time: now}
-	p.Enrich(&ev)
-	eng := p.Engine()
-	var buf []byte
-	for i, rl := range eng.Rules() {
-		st := ruleStateJSON{Rule: rl.Name, Action: rl.Action.String(), Limit: rl.Requests, PeriodSeconds: rl.Period.Seconds()}
-		key, vals, ok := eng.Key(i, &ev, buf[:0])
-		buf = vals
-		if !ok {
-			var names []string
-			for _, c := range rl.Characteristics {
-				names = append(names, c.String())
-			}
-			st.Note = "keyed on " + strings.Join(names, ", ") + ": not known from the address alone"
-			out.Rules = append(out.Rules, st)
-			continue
-		}
-		st.Scope = mitigation.Scope(engine.ScopeOf(rl, vals))
-		res, ok := eng.Peek(i, key, now)
-		if !ok {
-			st.Note = "its counter (fleet-wide or several windows) cannot be read without counting"
-		} else {
-			st.Count, st.Exceeded = res.Count, res.Exceeded
-			if rl.Requests > 0 {
-				st.Ratio = res.Count / rl.Requests
-			}
-		}
-		out.Rules = append(out.Rules, st)
-	}
-	return out
-}
-
-// covers reports whether the scope pair p (ip.src or ip.src.prefix) holds
-// addr.
-func covers(p mitigation.Pair, addr netip.Addr) bool {
-	n, ok := mitigation.Network(p)
-	return ok && n.Contains(addr.Unmap().WithZone(""))
+	return d.pipes.Load().Explain(addr, d.store.List(now), allow, now)
 }
 
 func runExplain(args []string, stdout, stderr io.Writer) int {
@@ -136,7 +65,7 @@ now: the count in the current window, the limit and the period.`, args, stdout, 
 		fmt.Fprintln(stdout, b.String())
 		return 0
 	}
-	var ex explainJSON
+	var ex pipeline.Explanation
 	if err := json.Unmarshal(raw, &ex); err != nil {
 		fmt.Fprintln(stderr, "guardd explain:", err)
 		return 1
@@ -145,7 +74,7 @@ now: the count in the current window, the limit and the period.`, args, stdout, 
 	return 0
 }
 
-func writeExplain(w io.Writer, ex explainJSON) {
+func writeExplain(w io.Writer, ex pipeline.Explanation) {
 	switch {
 	case ex.Allowlisted:
 		fmt.Fprintf(w, "%s is allowlisted: never mitigated.\n", ex.Address)
@@ -179,23 +108,11 @@ func writeExplain(w io.Writer, ex explainJSON) {
 // operator deletes m: the rule trips again only if the client goes over the
 // limit anew, and the log says so.
 func (d *daemon) deleted(m mitigation.Mitigation) {
-	if m.Origin != mitigation.OriginRule {
-		return
-	}
-	eng := d.pipes.Load().Engine()
-	for i, rl := range eng.Rules() {
-		if rl.Name != m.Rule || len(rl.Characteristics) != len(m.Scope) {
-			continue
-		}
-		var vals []byte
-		for _, p := range m.Scope {
-			vals = append(append(vals, p.Value...), 0xff)
-		}
-		if eng.Forget(i, counting.Hash(vals)) {
-			d.log.Info("rule count reset for a deleted mitigation: it trips again only over the limit anew", "rule", m.Rule, "scope", m.Scope.String())
-		} else {
-			d.log.Warn("deleted mitigation's rule keeps its count (fleet-wide or multi-window counter): it may trip again at once", "rule", m.Rule, "scope", m.Scope.String())
-		}
-		return
+	switch found, reset := d.pipes.Load().Forget(m); {
+	case !found:
+	case reset:
+		d.log.Info("rule count reset for a deleted mitigation: it trips again only over the limit anew", "rule", m.Rule, "scope", m.Scope.String())
+	default:
+		d.log.Warn("deleted mitigation's rule keeps its count (fleet-wide or multi-window counter): it may trip again at once", "rule", m.Rule, "scope", m.Scope.String())
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/pipeline"
 )
 
 func TestExplain(t *testing.T) {
@@ -18,7 +20,7 @@ func TestExplain(t *testing.T) {
 		td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(time.Duration(i)*time.Second)))
 	}
 	td.waitFor(t, "three lines counted", func() bool {
-		for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(explainJSON).Rules {
+		for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(pipeline.Explanation).Rules {
 			if r.Rule == "test_login" && r.Count >= 3 {
 				return true
 			}
@@ -76,7 +78,7 @@ func TestDeletedRuleMitigationStaysDeleted(t *testing.T) {
 	seventh := now.Add(7 * time.Second).Truncate(time.Second) // log lines hold whole seconds
 	td.waitFor(t, "the next failure to be read", func() bool { return td.d.lastEvent.Load() >= seventh.UnixNano() })
 	var count float64
-	for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(explainJSON).Rules {
+	for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(pipeline.Explanation).Rules {
 		if r.Rule == "test_login" {
 			count = r.Count
 		}
