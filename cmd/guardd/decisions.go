@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/user"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/admin"
 	"github.com/guardd/guardd/mitigation/bulk"
 )
 
@@ -39,19 +39,13 @@ verbs:
 Every verb takes --config FILE (default ` + defaultConfigPath + ` when present), --admin ADDR and
 --token-file FILE to find the daemon. Run 'guardd decisions <verb> -h' for a verb's flags.`
 
-// adminClient talks to a running daemon's admin API.
-type adminClient struct {
-	base, token, actor string
-	c                  *http.Client
-}
-
 // adminFlags registers the flags that find the daemon and returns the
 // function that, once flags are parsed, reads the configuration and token.
-func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
+func adminFlags(fs *flag.FlagSet) func() (*admin.Client, error) {
 	configPath := fs.String("config", "", "read the admin address and token file from this configuration (default "+defaultConfigPath+" when present)")
 	addr := fs.String("admin", "", "admin API address (default: admin.listen, else "+config.DefaultAdminListen+")")
 	tokenFile := fs.String("token-file", "", "admin token file (default: admin.token_file, else <mitigation.state_dir>/admin.token, "+config.DefaultStateDir+"/admin.token)")
-	return func() (*adminClient, error) {
+	return func() (*admin.Client, error) {
 		path := *configPath
 		if path == "" {
 			if _, err := os.Stat(defaultConfigPath); err == nil {
@@ -71,8 +65,7 @@ func adminFlags(fs *flag.FlagSet) func() (*adminClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("admin token: %w (run as a user who may read it, e.g. with sudo, or give --token-file)", err)
 		}
-		return &adminClient{base: "http://" + a, token: strings.TrimSpace(string(b)), actor: actorName(),
-			c: &http.Client{Timeout: 5 * time.Minute}}, nil
+		return admin.NewClient(a, strings.TrimSpace(string(b)), actorName(), 5*time.Minute), nil
 	}
 }
 
@@ -87,35 +80,6 @@ func actorName() string {
 	}
 	h, _ := os.Hostname()
 	return name + "@" + h
-}
-
-func (a *adminClient) do(method, path string, body io.Reader, out any) error {
-	req, err := http.NewRequest(method, a.base+path, body)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set(bulk.ActorHeader, a.actor)
-	resp, err := a.c.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
-	if resp.StatusCode >= 300 {
-		var e struct{ Error string }
-		json.Unmarshal(b, &e)
-		return fmt.Errorf("admin API: %s: %s", resp.Status, or(e.Error, strings.TrimSpace(string(b))))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
-func (a *adminClient) doJSON(method, path string, body, out any) error {
-	b, _ := json.Marshal(body)
-	return a.do(method, path, bytes.NewReader(b), out)
 }
 
 func runDecisions(args []string, stdout, stderr io.Writer) int {
@@ -151,7 +115,7 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		var ms []mitigation.Mitigation
-		if err := a.do("GET", "/v1/mitigations", nil, &ms); err != nil {
+		if err := a.Do("GET", "/v1/mitigations", nil, &ms); err != nil {
 			return fail(err)
 		}
 		if *asJSON {
@@ -194,7 +158,7 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		var m mitigation.Mitigation
-		if err := a.doJSON("POST", "/v1/mitigations", req, &m); err != nil {
+		if err := a.DoJSON("POST", "/v1/mitigations", req, &m); err != nil {
 			return fail(err)
 		}
 		fmt.Fprintf(stdout, "added %d: %s %s until %s\n", m.ID, m.Action, m.Scope, m.Expires.UTC().Format(time.RFC3339))
@@ -212,7 +176,7 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		for _, id := range pos {
-			if err := a.do("DELETE", "/v1/mitigations/"+id, nil, nil); err != nil {
+			if err := a.Do("DELETE", "/v1/mitigations/"+id, nil, nil); err != nil {
 				return fail(fmt.Errorf("%s: %w", id, err))
 			}
 			fmt.Fprintln(stdout, "deleted", id)
@@ -277,7 +241,7 @@ A bare value is an ip.src address, or an ip.src.prefix CIDR.`, args[1:], stdout,
 			return fail(err)
 		}
 		var res bulk.ImportResult
-		if err := a.do("POST", "/v1/mitigations/bulk", &body, &res); err != nil {
+		if err := a.Do("POST", "/v1/mitigations/bulk", &body, &res); err != nil {
 			return fail(err)
 		}
 		fmt.Fprintf(stdout, "imported %d mitigations", res.Added)
@@ -314,7 +278,7 @@ list of addresses and CIDRs (single-address and single-prefix scopes only).`, ar
 			return fail(err)
 		}
 		var ms []mitigation.Mitigation
-		if err := a.do("GET", "/v1/mitigations", nil, &ms); err != nil {
+		if err := a.Do("GET", "/v1/mitigations", nil, &ms); err != nil {
 			return fail(err)
 		}
 		out := stdout
@@ -362,7 +326,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	var st json.RawMessage
-	if err := a.do("GET", "/v1/status", nil, &st); err != nil {
+	if err := a.Do("GET", "/v1/status", nil, &st); err != nil {
 		fmt.Fprintln(stderr, "guardd status:", err)
 		return 1
 	}

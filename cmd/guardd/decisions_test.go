@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/mitigation/admin"
 )
 
 // clientArgs are the flags that point the CLI at td, given after the verb's
@@ -144,10 +145,10 @@ func BenchmarkDecisionsOneByOne(b *testing.B) {
 	for b.Loop() {
 		d := startDaemon(b, filepath.Join(dir, fmt.Sprint(time.Now().UnixNano())))
 		tok, _ := os.ReadFile(filepath.Join(d.dir, "state", "admin.token"))
-		a := &adminClient{base: "http://" + d.d.adminLn.Addr().String(), token: strings.TrimSpace(string(tok)), c: &http.Client{}}
+		a := admin.NewClient(d.d.adminLn.Addr().String(), strings.TrimSpace(string(tok)), "", 0)
 		for i := range 10_000 {
 			req := addRequest{Scope: map[string]string{"ip.src": fmt.Sprintf("10.0.%d.%d", i>>8, i&0xff)}, Action: "block", Duration: "1h"}
-			if err := a.doJSON("POST", "/v1/mitigations", req, nil); err != nil {
+			if err := a.DoJSON("POST", "/v1/mitigations", req, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

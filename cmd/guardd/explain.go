@@ -55,7 +55,7 @@ now: the count in the current window, the limit and the period.`, args, stdout, 
 		return 1
 	}
 	var raw json.RawMessage
-	if err := a.do("GET", "/v1/explain/"+addr.String(), nil, &raw); err != nil {
+	if err := a.Do("GET", "/v1/explain/"+addr.String(), nil, &raw); err != nil {
 		fmt.Fprintln(stderr, "guardd explain:", err)
 		return 1
 	}
