@@ -205,7 +205,9 @@ func TestStandaloneThreeNodes(t *testing.T) {
 func TestKillRestart(t *testing.T) {
 	srv := redistest.Start(t, 0)
 	opt := Options{Addresses: []string{srv.Addr}}
-	cfg := Config{Node: "k", Cooldown: 200 * time.Millisecond}
+	// A generous deadline: this test is about a dead server, not a slow
+	// one, and a loaded machine must not open the breaker before the kill.
+	cfg := Config{Node: "k", Deadline: 250 * time.Millisecond, Cooldown: 200 * time.Millisecond}
 	f, err := New(cfg, dial(t, opt), prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -229,13 +231,13 @@ func TestKillRestart(t *testing.T) {
 			before++
 		}
 	}
-	redistest.WaitFor(t, 5*time.Second, "the first delta in Redis", func() bool {
+	redistest.WaitFor(t, 30*time.Second, "the first delta in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{klocal:1}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		return n >= float64(before)
 	})
 	srv.Kill()
-	redistest.WaitFor(t, 5*time.Second, "the breaker to open", func() bool {
+	redistest.WaitFor(t, 30*time.Second, "the breaker to open", func() bool {
 		open.Add(2, 1, time.Now().UnixNano()) // traffic, so flushes fail
 		return !f.Healthy()
 	})
@@ -257,8 +259,8 @@ func TestKillRestart(t *testing.T) {
 		t.Errorf("on_store_error local admitted %d, want the %d left of 100", admitted, 100-before)
 	}
 	srv.Restart()
-	redistest.WaitFor(t, 10*time.Second, "the breaker to close", f.Healthy)
-	redistest.WaitFor(t, 5*time.Second, "the outage's deltas in Redis", func() bool {
+	redistest.WaitFor(t, 30*time.Second, "the breaker to close", f.Healthy)
+	redistest.WaitFor(t, 30*time.Second, "the outage's deltas in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{klocal:1}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		// The restarted server is empty: it gets the events counted
@@ -389,21 +391,25 @@ func TestPartition(t *testing.T) {
 	srv := redistest.StartIn(t, ns, "10.231.7.2", 16390)
 
 	rule := Rule{Name: "part", Limit: counting.Limit{Period: time.Hour, Requests: 1000}}
-	nodes := startNodes(t, Options{Addresses: []string{srv.Addr}}, rule, 1, Config{Cooldown: 200 * time.Millisecond})
+	const deadline = time.Second
+	nodes := startNodes(t, Options{Addresses: []string{srv.Addr}}, rule, 1, Config{Deadline: deadline, Cooldown: 200 * time.Millisecond})
 	nd := nodes[0]
 	run("ip", "netns", "exec", ns, "nft", "add table inet guardd_part; add chain inet guardd_part in { type filter hook input priority 0; policy drop; }")
 	var worst time.Duration
-	redistest.WaitFor(t, 10*time.Second, "the breaker to open on missed deadlines", func() bool {
+	redistest.WaitFor(t, 60*time.Second, "the breaker to open on missed deadlines", func() bool {
 		t0 := time.Now()
 		nd.c.Add(5, 1, t0.UnixNano())
 		worst = max(worst, time.Since(t0))
 		return !nd.f.Healthy()
 	})
-	if worst > 5*time.Millisecond {
-		t.Errorf("a decision took %v during the partition: Add must not wait on Redis", worst)
+	// An Add that waited on Redis would take at least the deadline; one
+	// that decides from memory takes microseconds, however busy the
+	// machine (a bound on time is only safe this far from the expected).
+	if worst >= deadline/2 {
+		t.Errorf("a decision took %v during the partition (deadline %v): Add must not wait on Redis", worst, deadline)
 	}
 	run("ip", "netns", "exec", ns, "nft", "delete table inet guardd_part")
-	redistest.WaitFor(t, 20*time.Second, "the breaker to close after the partition heals", func() bool {
+	redistest.WaitFor(t, 60*time.Second, "the breaker to close after the partition heals", func() bool {
 		nd.c.Add(5, 1, time.Now().UnixNano())
 		return nd.f.Healthy()
 	})
