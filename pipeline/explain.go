@@ -103,7 +103,7 @@ func (p *Pipeline) Forget(m mitigation.Mitigation) (found, reset bool) {
 		}
 		var vals []byte
 		for _, pr := range m.Scope {
-			vals = append(append(vals, pr.Value...), 0xff)
+			vals = engine.AppendKeyValue(vals, pr.Value)
 		}
 		return true, eng.Forget(i, counting.Hash(vals))
 	}

@@ -496,15 +496,9 @@ func scopeKey(tr *engine.Trip) uint64 {
 	h.Reset()
 	key := tr.KeyBytes
 	for _, c := range tr.Rule.Characteristics {
-		i := 0
-		for i < len(key) && key[i] != 0xff {
-			i++
-		}
-		h.Write(c.String(), key[:i])
-		if i < len(key) {
-			i++
-		}
-		key = key[i:]
+		var v []byte
+		v, key = engine.NextKeyValue(key)
+		h.Write(c.String(), v)
 	}
 	return h.Sum64()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/engine"
 )
 
 // Counter counts one throttle rule's requests per key and judges them under
@@ -428,8 +429,7 @@ func (lr *limitRule) key(ev *characteristics.Event, buf []byte) (key uint64, n f
 		if !c.Present(ev) {
 			return 0, 0, false, buf // a request without the characteristic cannot be keyed
 		}
-		buf = c.AppendValue(buf, ev)
-		buf = append(buf, 0xff)
+		buf = engine.AppendKey(buf, c, ev)
 	}
 	n = 1
 	if r.Score != nil {

@@ -135,8 +135,7 @@ func (e *Engine) Key(i int, ev *characteristics.Event, buf []byte) (key uint64, 
 		if !c.Present(ev) {
 			return 0, buf[:off], false
 		}
-		buf = c.AppendValue(buf, ev)
-		buf = append(buf, 0xff)
+		buf = AppendKey(buf, c, ev)
 	}
 	return counting.Hash(buf[off:]), buf, true
 }
@@ -229,8 +228,7 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 				ok = false
 				break
 			}
-			m.Keys = c.AppendValue(m.Keys, ev)
-			m.Keys = append(m.Keys, 0xff)
+			m.Keys = AppendKey(m.Keys, c, ev)
 		}
 		if !ok { // an event without the characteristic cannot be keyed
 			m.Keys = m.Keys[:off]
@@ -340,15 +338,9 @@ func (e *Engine) Keys() (keys int, evictions uint64) {
 func scope(r *rules.Rule, key []byte) []characteristics.Field {
 	out := make([]characteristics.Field, 0, len(r.Characteristics))
 	for _, c := range r.Characteristics {
-		i := 0
-		for i < len(key) && key[i] != 0xff {
-			i++
-		}
-		out = append(out, characteristics.Field{Name: c.String(), Value: string(key[:i])})
-		if i < len(key) {
-			i++
-		}
-		key = key[i:]
+		var v []byte
+		v, key = NextKeyValue(key)
+		out = append(out, characteristics.Field{Name: c.String(), Value: string(v)})
 	}
 	return out
 }

@@ -1,0 +1,33 @@
+package engine
+
+import "github.com/guardd/guardd/characteristics"
+
+// keyEnd ends each characteristic value in a rule's key bytes: the values of
+// the rule's characteristics in order, each followed by keyEnd. It never
+// occurs in UTF-8, so a value cannot hide a boundary.
+const keyEnd = 0xff
+
+// AppendKey appends c's value in ev, ended, to a rule's key bytes.
+func AppendKey(key []byte, c characteristics.Characteristic, ev *characteristics.Event) []byte {
+	return append(c.AppendValue(key, ev), keyEnd)
+}
+
+// AppendKeyValue appends the value v, ended, to a rule's key bytes: the
+// bytes AppendKey makes from an event whose characteristic has value v.
+func AppendKeyValue(key []byte, v string) []byte {
+	return append(append(key, v...), keyEnd)
+}
+
+// NextKeyValue splits a rule's key bytes into the first value and the rest,
+// the inverse of AppendKey; a last value without its end is taken whole.
+func NextKeyValue(key []byte) (value, rest []byte) {
+	i := 0
+	for i < len(key) && key[i] != keyEnd {
+		i++
+	}
+	value = key[:i]
+	if i < len(key) {
+		i++
+	}
+	return value, key[i:]
+}
