@@ -60,7 +60,7 @@ func adminFlags(fs *flag.FlagSet) func() (*admin.Client, error) {
 			cfg.Mitigation.StateDir = config.DefaultStateDir
 		}
 		a := or(*addr, or(cfg.Admin.Listen, config.DefaultAdminListen))
-		tf := or(*tokenFile, or(cfg.Admin.TokenFile, cfg.Mitigation.StateDir+"/admin.token"))
+		tf := or(*tokenFile, cfg.TokenFile())
 		b, err := os.ReadFile(tf)
 		if err != nil {
 			return nil, fmt.Errorf("admin token: %w (run as a user who may read it, e.g. with sudo, or give --token-file)", err)
