@@ -414,14 +414,7 @@ func (d *Distinct) deleteLocked(s *dshard, i int) {
 		if k == 0 {
 			break
 		}
-		h := d.home(k, n)
-		var stays bool
-		if i <= j {
-			stays = i < h && h <= j
-		} else {
-			stays = i < h || h <= j
-		}
-		if !stays {
+		if !homeIn(d.home(k, n), i, j) {
 			s.slots[i] = s.slots[j]
 			i = j
 		}
@@ -433,12 +426,8 @@ func (d *Distinct) deleteLocked(s *dshard, i int) {
 // evictLocked removes from a full shard an expired key, or the sampled key
 // with the fewest distinct values.
 func (d *Distinct) evictLocked(s *dshard, now int64) {
-	s.rng ^= s.rng << 13
-	s.rng ^= s.rng >> 7
-	s.rng ^= s.rng << 17
 	n := len(s.slots)
-	hi, _ := bits.Mul64(s.rng, uint64(n))
-	i := int(hi)
+	i := sampleStart(&s.rng, n)
 	victim, least := -1, math.Inf(1)
 	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
 		if sl := &s.slots[i]; sl.key != 0 {

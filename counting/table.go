@@ -299,16 +299,7 @@ func (t *Table) deleteLocked(s *shard, i int) {
 		if k == 0 {
 			break
 		}
-		h := t.home(k, n)
-		// The entry at j may fill the hole at i unless its home lies
-		// cyclically in (i, j].
-		var stays bool
-		if i <= j {
-			stays = i < h && h <= j
-		} else {
-			stays = i < h || h <= j
-		}
-		if !stays {
+		if !homeIn(t.home(k, n), i, j) {
 			s.slots[i] = s.slots[j]
 			i = j
 		}
@@ -322,12 +313,8 @@ func (t *Table) deleteLocked(s *shard, i int) {
 // with the least current usage (sampled LFU). Heavy keys therefore survive
 // a flood of new keys, each of which arrives with a usage of one event.
 func (t *Table) evictLocked(s *shard, now int64) {
-	s.rng ^= s.rng << 13
-	s.rng ^= s.rng >> 7
-	s.rng ^= s.rng << 17
 	n := len(s.slots)
-	hi, _ := bits.Mul64(s.rng, uint64(n))
-	i := int(hi)
+	i := sampleStart(&s.rng, n)
 	victim, least := -1, math.Inf(1)
 	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
 		sl := &s.slots[i]
@@ -401,4 +388,24 @@ func (t *Table) sum(f func(*shard) uint64) uint64 {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// homeIn reports whether home h lies cyclically in (i, j]: in backward-shift
+// deletion, the entry at j then stays where it is rather than filling the
+// hole at i. Table and Distinct share it.
+func homeIn(h, i, j int) bool {
+	if i <= j {
+		return i < h && h <= j
+	}
+	return i < h || h <= j
+}
+
+// sampleStart advances a shard's xorshift state and maps it to a slot index
+// in [0, n): where an eviction's sample begins.
+func sampleStart(rng *uint64, n int) int {
+	*rng ^= *rng << 13
+	*rng ^= *rng >> 7
+	*rng ^= *rng << 17
+	hi, _ := bits.Mul64(*rng, uint64(n))
+	return int(hi)
 }
