@@ -82,6 +82,7 @@ type Fleet struct {
 	off     atomic.Int64 // Redis time minus local time, ns
 	nodes   atomic.Int64 // live nodes, >= 1
 	kick    chan struct{}
+	spare   atomic.Pointer[batch] // the last flush's arrays, for the next
 
 	mu sync.Mutex
 	// counters are the rules' counters, held weakly: a counter its rule
@@ -281,13 +282,18 @@ func (f *Fleet) Flush(ctx context.Context) {
 	f.mu.Unlock()
 
 	defer f.rounds.Add(1)
-	b := batch{member: member}
+	b := f.spare.Swap(nil)
+	if b == nil {
+		b = new(batch)
+	}
+	defer f.reuse(b)
+	b.member = member
 	for _, c := range counters {
-		c.collect(&b, now.UnixNano()+f.off.Load(), full)
+		c.collect(b, now.UnixNano()+f.off.Load(), full)
 	}
 	for start := 0; start < len(b.ops); start += BatchSize {
 		end := min(start+BatchSize, len(b.ops))
-		if !f.send(ctx, &b, start, end) {
+		if !f.send(ctx, b, start, end) {
 			// Requeue the rest for after recovery.
 			for i := end; i < len(b.ops); i++ {
 				b.refs[i].c.settle(b.refs[i], State{}, false)
@@ -374,13 +380,19 @@ func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	// The call writes only into st and er. A call that outlives the
 	// deadline keeps writing into them while this goroutine goes on, so
 	// then it reads fresh slices instead and never touches st or er again.
-	st, er := make([]State, len(ops)), make([]error, len(ops))
+	if cap(b.st) < len(ops) {
+		b.st, b.er = make([]State, len(ops)), make([]error, len(ops))
+	}
+	st, er := b.st[:len(ops)], b.er[:len(ops)]
+	clear(st)
+	clear(er)
 	t0 := f.cfg.Now()
 	err, inTime := f.bounded(ctx, func(ctx context.Context) error {
 		return f.store.Apply(ctx, ops, st, er)
 	})
 	states, errs := st, er
 	if !inTime {
+		b.abandoned = true // the call still reads ops and writes st and er
 		states, errs = make([]State, len(ops)), make([]error, len(ops))
 	}
 	if err != nil {
@@ -418,11 +430,29 @@ func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	return true
 }
 
-// batch is one flush's ops and the key states they came from.
+// batch is one flush's ops and the key states they came from. The next
+// flush reuses its arrays, unless a call that outlived its deadline may
+// still be using them.
 type batch struct {
-	member string
-	ops    []Op
-	refs   []ref
+	member    string
+	ops       []Op
+	refs      []ref
+	st        []State
+	er        []error
+	abandoned bool
+}
+
+// reuse keeps b for the next flush, emptied (its refs would keep counters
+// alive, its ops their keys' strings), unless a late call still holds it.
+func (f *Fleet) reuse(b *batch) {
+	if b.abandoned {
+		return
+	}
+	clear(b.ops)
+	clear(b.refs)
+	clear(b.er)
+	b.ops, b.refs = b.ops[:0], b.refs[:0]
+	f.spare.Store(b)
 }
 
 type ref struct {
@@ -485,6 +515,14 @@ type keyState struct {
 	pass     uint64  // the last collect pass that looked at it
 }
 
+// inLease reports whether a key needs no command: it is still well inside
+// its lease, and asks again when the lease is half spent (or at once,
+// through a kick, when it is gone). Add lists such a key for no flush, and
+// a flush leaves it alone: the next Add that spends the lease lists it.
+func (ks *keyState) inLease() bool {
+	return ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 && !ks.asked
+}
+
 // Rule returns the rule the counter was made for.
 func (c *Counter) Rule() Rule { return c.rule }
 
@@ -533,7 +571,6 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	ks := c.ledgerLocked(sh, key, rnow)
 	ks.used = rnow
 	ks.demand += n
-	sh.queueLocked(key, ks)
 	c.ageLocked(ks, rnow)
 	var st State
 	if ks.have {
@@ -603,6 +640,9 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// until the view says otherwise, and a hot refused key would
 		// otherwise make every request a flush.
 		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded)
+	}
+	if !ks.inLease() {
+		sh.queueLocked(key, ks)
 	}
 	sh.mu.Unlock()
 	if kick {
@@ -772,10 +812,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 		}
 		ks.lease = 0
 	}
-	// A key still well inside its lease needs no command: it asks
-	// again when the lease is half spent (or at once, through a
-	// kick, when it is gone).
-	if active && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 {
+	if ks.inLease() {
 		return leave
 	}
 	if !active && ks.extra == 0 && ks.rel == 0 {
