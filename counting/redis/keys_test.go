@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/counting"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // checkShards verifies each shard's table: n counts the occupied slots, and
@@ -128,5 +129,53 @@ func TestLedgersFullShards(t *testing.T) {
 	}
 	if r := c.Add(0, 1, now); !r.Exceeded {
 		t.Errorf("key 0 lost its count in the flood: %+v", r)
+	}
+}
+
+// hookStore runs hook (once) inside the next Apply, before applying: what
+// a request does while a flush is on the way to Redis.
+type hookStore struct {
+	*fakeStore
+	hook func()
+}
+
+func (s *hookStore) Apply(ctx context.Context, ops []Op, states []State, errs []error) error {
+	if h := s.hook; h != nil {
+		s.hook = nil
+		h()
+	}
+	return s.fakeStore.Apply(ctx, ops, states, errs)
+}
+
+// TestHeldLeaseAfterEmptyGrant: a key's second event arrives while its
+// first grant is on the way, so it is counted beyond the lease and sent
+// with the next flush, which holds almost the whole budget and is granted
+// nothing more. The key still holds most of its lease: its next uses send
+// no script (they used to send one each).
+func TestHeldLeaseAfterEmptyGrant(t *testing.T) {
+	clock := t0
+	st := &hookStore{fakeStore: newFakeStore(clock)}
+	f, err := New(Config{Node: "a", Now: func() time.Time { return clock }}, st, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.Counter(Rule{Name: "site", Limit: counting.Limit{Period: 10 * time.Minute, Requests: 600}})
+	now := clock.UnixNano()
+	c.Admit(5, 1, now)
+	st.hook = func() { c.Admit(5, 1, now) }
+	f.Flush(context.Background()) // grant 599; the hook's event is extra
+	f.Flush(context.Background()) // the extra event, with 599 held: grant 0
+	before := testutil.ToFloat64(f.met.keys)
+	if before != 2 {
+		t.Fatalf("%v scripts before, want 2", before)
+	}
+	for i := range 20 {
+		if r := c.Admit(5, 1, now+int64(i+1)*int64(time.Millisecond)); r.Exceeded {
+			t.Fatalf("event %d refused on a held lease: %+v", i, r)
+		}
+		f.Flush(context.Background())
+	}
+	if n := testutil.ToFloat64(f.met.keys) - before; n != 0 {
+		t.Errorf("%v scripts for 20 events on a lease of 599", n)
 	}
 }

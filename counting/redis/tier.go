@@ -506,7 +506,7 @@ type keyState struct {
 	rel      float64 // lease to hand back (its window rolled, or the key idled)
 	relWin   int64
 	asked    bool    // a grant is in flight
-	grant    float64 // the last grant (0: none yet, or the budget was spent)
+	grant    float64 // the last grant that gave something (0: none yet)
 	demand   float64 // event weight asked for since the last flush
 	used     int64   // Redis time (µs) of the last Add
 	read     int64   // used, as of the last flush
@@ -907,8 +907,13 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 				ks.leaseWin = win
 			}
 			ks.lease += s.Grant
+			ks.grant = s.Grant
 		}
-		ks.grant = s.Grant
+		// A reply that grants nothing leaves the last grant as the
+		// measure of the lease: a key still holding most of it (a second
+		// event counted while its first grant was on the way, then sent
+		// with a held lease and refused more) stays quiet until it is
+		// half spent, rather than sending a script with every use.
 		return
 	}
 	if r.delta > 0 {
