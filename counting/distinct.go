@@ -309,8 +309,11 @@ func (sl *dslot) registers(w int, out *[DistinctRegisters]uint8) {
 }
 
 // insert adds fingerprint f to window w and reports whether the window
-// changed.
+// changed: a new value while exact, the move to registers, or a raised
+// register. A dense window's repeats and values under their register's
+// rank change nothing, and cost no estimate.
 func (sl *dslot) insert(w int, f uint32) bool {
+	changed := false
 	if n := sl.n[w]; n != dense {
 		if sl.holds(w, f) {
 			return false
@@ -324,10 +327,11 @@ func (sl *dslot) insert(w int, f uint32) bool {
 		var reg [DistinctRegisters]uint8
 		sl.registers(w, &reg)
 		sl.reg[w], sl.n[w] = reg, dense
+		changed = true
 	}
 	idx, rank := place(f)
 	if rank <= sl.reg[w][idx] {
-		return true // it left sparse mode at least
+		return changed
 	}
 	sl.reg[w][idx] = rank
 	return true

@@ -234,3 +234,34 @@ func TestDistinctConcurrent(t *testing.T) {
 		t.Fatalf("shared key: %v distinct values, want 32", r.Count)
 	}
 }
+
+// TestDistinctCachedEstimate: the estimates a key keeps are those a full
+// recomputation from its registers gives, after every Add of a sequence
+// that repeats values, goes past the exact range, sends late values into
+// the previous window and rotates windows: an Add that changes nothing
+// may skip the estimate, and no Add that changes something does.
+func TestDistinctCachedEstimate(t *testing.T) {
+	d := newDistinct(t, time.Minute, 1e9, 0)
+	const key = 42
+	now := int64(0)
+	for i := range 20_000 {
+		now += int64(time.Second) / 50 // ~12 minutes in all
+		v := uint64(i % 700)           // repeats from the 701st Add on
+		at := now
+		if i%97 == 0 {
+			at -= int64(time.Minute) // late: into the previous window
+		}
+		d.Add(key, v*0x9e3779b97f4a7c15, at)
+		s := d.shardFor(key)
+		j, ok := d.findLocked(s, key)
+		if !ok {
+			t.Fatal("key lost")
+		}
+		got := s.slots[j]
+		want := got
+		d.estimate(&want)
+		if got.cur != want.cur || got.uni != want.uni {
+			t.Fatalf("Add %d (n %v): kept cur %v uni %v, recomputed %v %v", i, got.n, got.cur, got.uni, want.cur, want.uni)
+		}
+	}
+}
