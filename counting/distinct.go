@@ -194,7 +194,19 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 		}
 		w = 1
 	}
-	if sl.insert(w, uint32(splitmix(value)>>32)) {
+	switch f := uint32(splitmix(value) >> 32); sl.insert(w, f) {
+	case addedExact:
+		// Both windows exact: the union grows by one unless the other
+		// window holds the value; the full count is quadratic in them.
+		if o := 1 - w; sl.n[o] != dense {
+			sl.cur = float32(sl.n[0])
+			if !sl.holds(o, f) {
+				sl.uni++
+			}
+			break
+		}
+		d.estimate(sl)
+	case changedSketch:
 		d.estimate(sl)
 	}
 	r := d.result(sl, now)
@@ -308,33 +320,39 @@ func (sl *dslot) registers(w int, out *[DistinctRegisters]uint8) {
 	}
 }
 
-// insert adds fingerprint f to window w and reports whether the window
-// changed: a new value while exact, the move to registers, or a raised
-// register. A dense window's repeats and values under their register's
-// rank change nothing, and cost no estimate.
-func (sl *dslot) insert(w int, f uint32) bool {
-	changed := false
+// What an insert changed.
+const (
+	unchanged     = iota // a repeat, or a value under its register's rank
+	addedExact           // a new value in a window still exact
+	changedSketch        // the move to registers, or a raised register
+)
+
+// insert adds fingerprint f to window w and reports what changed. A dense
+// window's repeats and values under their register's rank change nothing,
+// and cost no estimate.
+func (sl *dslot) insert(w int, f uint32) int {
+	changed := unchanged
 	if n := sl.n[w]; n != dense {
 		if sl.holds(w, f) {
-			return false
+			return unchanged
 		}
 		if n < sparseMax {
 			b := sl.reg[w][4*n:]
 			b[0], b[1], b[2], b[3] = byte(f), byte(f>>8), byte(f>>16), byte(f>>24)
 			sl.n[w]++
-			return true
+			return addedExact
 		}
 		var reg [DistinctRegisters]uint8
 		sl.registers(w, &reg)
 		sl.reg[w], sl.n[w] = reg, dense
-		changed = true
+		changed = changedSketch
 	}
 	idx, rank := place(f)
 	if rank <= sl.reg[w][idx] {
 		return changed
 	}
 	sl.reg[w][idx] = rank
-	return true
+	return changedSketch
 }
 
 // pow2neg[r] is 2^-r.
