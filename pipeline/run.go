@@ -304,8 +304,7 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
 	limit := b.now.Add(cfg.FutureTolerance)
 	for _, l := range b.lines {
 		line := b.arena[l.off : l.off+l.n]
-		ev.Reset()
-		var err error
+		var err error // both parsers reset ev first
 		if p.json {
 			err = nginxlog.ParseJSON(line, ev)
 		} else {
