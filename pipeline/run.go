@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/characteristics/bots"
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
@@ -253,8 +254,9 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 		go func() {
 			defer wg.Done()
 			var ev characteristics.Event
+			memo := new(bots.Memo)
 			for b := range work {
-				prepare(&cfg, b, &ev)
+				prepare(&cfg, b, &ev, memo)
 				done <- b
 			}
 		}()
@@ -291,7 +293,7 @@ var (
 
 // prepare parses, enriches, joins and evaluates one batch; it runs on a
 // worker and reads no shared state but the pipeline's.
-func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
+func prepare(cfg *Config, b *batch, ev *characteristics.Event, memo *bots.Memo) {
 	p := cfg.Pipelines.Acquire()
 	b.p = p
 	b.m.Reset()
@@ -333,7 +335,7 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event) {
 			continue
 		}
 		ev.Source = characteristics.SourceNginxLog
-		p.enricher.Enrich(ev)
+		p.enricher.EnrichMemo(ev, memo)
 		if cfg.Join != nil {
 			cfg.Join.Enrich(ev)
 		}
