@@ -253,10 +253,9 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ev characteristics.Event
-			memo := new(bots.Memo)
+			w := new(worker)
 			for b := range work {
-				prepare(&cfg, b, &ev, memo)
+				w.prepare(&cfg, b)
 				done <- b
 			}
 		}()
@@ -291,9 +290,18 @@ var (
 	errOld  = errors.New("time before 1970")
 )
 
+// worker is what a worker goroutine keeps from batch to batch: the event
+// it reuses and what lines tend to repeat (their time, their user agents).
+type worker struct {
+	ev    characteristics.Event
+	times nginxlog.TimeCache
+	memo  bots.Memo
+}
+
 // prepare parses, enriches, joins and evaluates one batch; it runs on a
 // worker and reads no shared state but the pipeline's.
-func prepare(cfg *Config, b *batch, ev *characteristics.Event, memo *bots.Memo) {
+func (w *worker) prepare(cfg *Config, b *batch) {
+	ev := &w.ev
 	p := cfg.Pipelines.Acquire()
 	b.p = p
 	b.m.Reset()
@@ -310,7 +318,7 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event, memo *bots.Memo) 
 		if p.json {
 			err = nginxlog.ParseJSON(line, ev)
 		} else {
-			err = p.format.Parse(line, ev)
+			err = p.format.ParseCache(line, ev, &w.times)
 		}
 		if err == nil {
 			switch {
@@ -335,7 +343,7 @@ func prepare(cfg *Config, b *batch, ev *characteristics.Event, memo *bots.Memo) 
 			continue
 		}
 		ev.Source = characteristics.SourceNginxLog
-		p.enricher.EnrichMemo(ev, memo)
+		p.enricher.EnrichMemo(ev, &w.memo)
 		if cfg.Join != nil {
 			cfg.Join.Enrich(ev)
 		}

@@ -2,6 +2,7 @@ package nginxlog
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/guardd/guardd/characteristics"
 )
@@ -27,7 +28,7 @@ const (
 // anything else, having touched nothing but e; Parse then takes the general
 // path, which makes the same event of every line this accepts
 // (FuzzCombinedFastPath holds the two to that).
-func (f *Format) parseCombined(line []byte, e *characteristics.Event) bool {
+func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *TimeCache) bool {
 	e.Reset()
 	e.Source = characteristics.SourceNginxLog
 	// $remote_addr " - ": the first ' ' starts the first " - ", if any.
@@ -53,7 +54,7 @@ func (f *Format) parseCombined(line []byte, e *characteristics.Event) bool {
 	if len(line) < timeAt+29 || !hasLiteral(line[timeAt+26:], "] \"") {
 		return false
 	}
-	t, ok := parseTimeLocal(line[timeAt : timeAt+26])
+	t, ok := c.parse(line[timeAt : timeAt+26])
 	if !ok {
 		return false
 	}
@@ -96,30 +97,64 @@ func (f *Format) parseCombined(line []byte, e *characteristics.Event) bool {
 		return false
 	}
 
-	// The line is accepted: from here on nothing fails.
+	// The line is accepted: from here on nothing fails. Most lines hold no
+	// escape at all, which one scan tells for every field.
 	e.IP = ip.Unmap()
 	e.Time = t
 	e.Status = int(status)
 	e.BytesSent = int64(sent)
+	escaped := bytes.IndexByte(line[userAt:], '\\') >= 0
+	unescape := func(b []byte) []byte {
+		if escaped {
+			return unescapeDefault(b)
+		}
+		return b
+	}
 	if user := line[userAt:userEnd]; !absent(user) {
-		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cUser].key, Value: str(unescapeDefault(user))})
+		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cUser].key, Value: str(unescape(user))})
 	}
 	if req := line[reqAt:reqEnd]; absent(req) {
 		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cRequest].name, Value: str(req)})
-	} else if s := str(unescapeDefault(req)); !parseRequest(s, e) {
+	} else if s := str(unescape(req)); !parseRequest(s, e) {
 		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cRequest].name, Value: s})
 	}
 	if ref := line[refAt:refEnd]; !absent(ref) {
-		s := str(unescapeDefault(ref))
+		s := str(unescape(ref))
 		e.Headers = append(e.Headers, characteristics.Field{Name: f.vars[cReferer].key, Value: s})
 		e.Referer = s
 	}
 	if ua := line[uaAt:uaEnd]; !absent(ua) {
-		s := str(unescapeDefault(ua))
+		s := str(unescape(ua))
 		e.Headers = append(e.Headers, characteristics.Field{Name: f.vars[cUserAgent].key, Value: s})
 		e.UserAgent = s
 	}
 	return true
+}
+
+// TimeCache remembers the last $time_local a goroutine parsed with
+// ParseCache: a log's lines come in time order, many to a second, so most
+// repeat the time of the line before. The zero value is empty; a TimeCache
+// is not safe for concurrent use.
+type TimeCache struct {
+	text [26]byte
+	t    time.Time
+	ok   bool
+}
+
+// parse is parseTimeLocal through c (nil: none).
+func (c *TimeCache) parse(b []byte) (time.Time, bool) {
+	if c == nil {
+		return parseTimeLocal(b)
+	}
+	if c.ok && string(b) == string(c.text[:]) {
+		return c.t, true
+	}
+	t, ok := parseTimeLocal(b)
+	if ok && len(b) == len(c.text) {
+		copy(c.text[:], b)
+		c.t, c.ok = t, true
+	}
+	return t, ok
 }
 
 // skipDigits returns the index of the first byte at or after i that is not a

@@ -50,22 +50,30 @@ var combinedSeeds = []string{
 // event, or the line as rewritten in place.
 func parseBoth(t *testing.T, f *Format, data []byte) (accepted bool) {
 	t.Helper()
-	fast, slow := bytes.Clone(data), bytes.Clone(data)
-	var ef, es, probe characteristics.Event
-	accepted = f.parseCombined(bytes.Clone(data), &probe)
-	errF := f.Parse(fast, &ef)
+	var probe, es characteristics.Event
+	accepted = f.parseCombined(bytes.Clone(data), &probe, nil)
+	slow := bytes.Clone(data)
 	errS := f.parse(slow, &es)
-	if (errF == nil) != (errS == nil) || errF != nil && errF.Error() != errS.Error() {
-		t.Fatalf("line %q:\nParse error %v\ngeneral path %v", data, errF, errS)
-	}
 	if accepted && errS != nil {
 		t.Fatalf("line %q: fast path accepted a line the general path rejects: %v", data, errS)
 	}
-	if !reflect.DeepEqual(ef, es) {
-		t.Fatalf("line %q:\nParse        %+v\ngeneral path %+v", data, ef, es)
-	}
-	if !bytes.Equal(fast, slow) {
-		t.Fatalf("line %q: rewritten as %q by Parse, %q by the general path", data, fast, slow)
+	// Without a time cache, with one holding another line's time, and with
+	// one holding this line's time (a hit).
+	var c TimeCache
+	c.parse([]byte("10/Oct/2023:13:55:36 +0000"))
+	for i, cache := range []*TimeCache{nil, &c, &c} {
+		fast := bytes.Clone(data)
+		var ef characteristics.Event
+		errF := f.ParseCache(fast, &ef, cache)
+		if (errF == nil) != (errS == nil) || errF != nil && errF.Error() != errS.Error() {
+			t.Fatalf("line %q, cache %d:\nParse error %v\ngeneral path %v", data, i, errF, errS)
+		}
+		if !reflect.DeepEqual(ef, es) {
+			t.Fatalf("line %q, cache %d:\nParse        %+v\ngeneral path %+v", data, i, ef, es)
+		}
+		if !bytes.Equal(fast, slow) {
+			t.Fatalf("line %q, cache %d: rewritten as %q by Parse, %q by the general path", data, i, fast, slow)
+		}
 	}
 	return accepted
 }
@@ -133,13 +141,14 @@ func TestCombinedFastPathAllocs(t *testing.T) {
 	line := []byte(benchCombined)
 	buf := make([]byte, len(line))
 	var e characteristics.Event
+	var c TimeCache
 	copy(buf, line)
-	if !f.parseCombined(buf, &e) {
+	if !f.parseCombined(buf, &e, &c) {
 		t.Fatal("benchmark line not on the fast path")
 	}
 	if n := testing.AllocsPerRun(1000, func() {
 		copy(buf, line)
-		f.parseCombined(buf, &e)
+		f.parseCombined(buf, &e, &c)
 	}); n != 0 {
 		t.Errorf("parseCombined allocates %v times per line", n)
 	}
