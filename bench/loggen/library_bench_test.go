@@ -89,6 +89,22 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
+	b.Run("eval+key", func(b *testing.B) { // Prepare: eval, and each match keyed and hashed
+		eng, err := engine.New(engine.Config{Rules: set})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var m engine.Matches
+		i := 0
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			m.Reset()
+			eng.Prepare(&events[i%len(events)], &m)
+			i++
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
 	b.Run("eval+count", func(b *testing.B) {
 		eng, err := engine.New(engine.Config{Rules: set})
 		if err != nil {
