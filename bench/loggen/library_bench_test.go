@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -71,6 +72,20 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		cpu0 := cpuTime()
 		for b.Loop() {
 			set.Eval(&events[i%len(events)], &m)
+			i++
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("eval-hostile", func(b *testing.B) {
+		// Every event a path and a user agent never seen before: what the
+		// rules remember across events never helps.
+		hostile := uniqueEvents(events)
+		var m rules.Matches
+		i := 0
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			set.Eval(&hostile[i%len(hostile)], &m)
 			i++
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
@@ -144,6 +159,19 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 	})
 }
 
+// uniqueEvents returns copies of events whose paths and user agents are
+// all distinct: the original ones with a number appended.
+func uniqueEvents(events []characteristics.Event) []characteristics.Event {
+	out := make([]characteristics.Event, len(events))
+	for i := range events {
+		out[i] = events[i].Clone()
+		n := strconv.Itoa(i)
+		out[i].Path += "/" + n
+		out[i].UserAgent += " u" + n
+	}
+	return out
+}
+
 // cpuTime is the process's CPU time: on a busy machine it is what the
 // loop cost, while wall time also counts the waits for a core.
 func cpuTime() time.Duration {
@@ -183,6 +211,31 @@ func TestLibraryAllocs(t *testing.T) {
 		op()
 	}
 	if n := testing.AllocsPerRun(len(events), op); n != 0 {
+		t.Errorf("%v allocs per event, want 0", n)
+	}
+}
+
+// TestLibraryHostileAllocs holds rule evaluation at zero allocations when
+// every event brings a path and a user agent never seen before.
+func TestLibraryHostileAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	events := uniqueEvents(labelledEvents(t, 200))
+	set, err := rules.Builtin(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m rules.Matches
+	i := 0
+	op := func() {
+		set.Eval(&events[i%len(events)], &m)
+		i++
+	}
+	for range 1000 { // the memo's tables, the events' normalisation buffers
+		op()
+	}
+	if n := testing.AllocsPerRun(len(events)-1000, op); n != 0 {
 		t.Errorf("%v allocs per event, want 0", n)
 	}
 }
