@@ -201,7 +201,7 @@ fi
 # --- detections against the labels -----------------------------------------------
 score() {
   python3 - "$labels" "$out/guardd_replay.out" "$out/guardd_replay___mmdb__ASN_.out" "$cs_out" <<'EOF'
-import json, re, sys
+import ipaddress, json, re, sys
 labels = json.load(open(sys.argv[1]))
 benign = set(labels["BenignIPs"])
 
@@ -235,12 +235,21 @@ for a in labels["Attacks"]:
             cells.append("%d/%d IPs" % (len(set(a["IPs"]) & r), len(a["IPs"])))
     print("%-46s %-24s" % (a["Name"][:46], a["Scope"][:24]) + "".join("%-16s" % c for c in cells))
 attack_ips = {ip for a in labels["Attacks"] for ip in a["IPs"]}
+def covers_attack_only(prefix):
+    if prefix is None:
+        return False
+    net = ipaddress.ip_network(prefix, strict=False)
+    inside = lambda ips: any(ipaddress.ip_address(ip) in net for ip in ips)
+    return inside(attack_ips) and not inside(benign)
 cells = []
 for name, r in runs:
     if name.startswith("guardd"):
         ips = {m["scope"].get("ip.src") for m in r}
+        # A mitigation keyed on a prefix that covers attack addresses only
+        # (the per-ASN scrapers stopped by their /24, say) is a catch too.
         other = [m for m in r if not any(m["scope"].get(a["Scope"]) in a["Values"] for a in labels["Attacks"])
-                 and m["scope"].get("ip.src") not in attack_ips]
+                 and m["scope"].get("ip.src") not in attack_ips
+                 and not covers_attack_only(m["scope"].get("ip.src.prefix"))]
         cells.append("%d IPs, %d other" % (len(ips & benign), len(other)))
     else:
         cells.append("%d IPs" % len(r & benign))

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/guardd/guardd/characteristics/bots"
 )
 
 func TestEnrichBotAndTLSClient(t *testing.T) {
@@ -14,6 +16,7 @@ func TestEnrichBotAndTLSClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	google := "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+	memo := new(bots.Memo)
 	for _, tc := range []struct {
 		ip, ua, ja4    string
 		name, verified string
@@ -26,6 +29,13 @@ func TestEnrichBotAndTLSClient(t *testing.T) {
 	} {
 		e := Event{IP: netip.MustParseAddr(tc.ip), UserAgent: tc.ua}
 		en.Enrich(&e)
+		for range 2 { // a memo's miss, then its hit
+			m := Event{IP: netip.MustParseAddr(tc.ip), UserAgent: tc.ua}
+			en.EnrichMemo(&m, memo)
+			if m.Bot != e.Bot || m.Prefix != e.Prefix {
+				t.Errorf("%s %q: EnrichMemo bot %+v prefix %v, Enrich %+v %v", tc.ip, tc.ua, m.Bot, m.Prefix, e.Bot, e.Prefix)
+			}
+		}
 		e.TLS.JA4 = tc.ja4 // joined after enrichment, as the sniffer does
 		for c, want := range map[string]string{"bot.name": tc.name, "bot.verified": tc.verified, "tls.client": tc.client} {
 			got, ok := MustParse(c).Str(&e)

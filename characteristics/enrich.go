@@ -102,7 +102,12 @@ func (en *Enricher) Close() error {
 
 // Enrich completes e in place. It allocates nothing once the database caches
 // are warm.
-func (en *Enricher) Enrich(e *Event) {
+func (en *Enricher) Enrich(e *Event) { en.EnrichMemo(e, nil) }
+
+// EnrichMemo is Enrich remembering in m (nil: nothing), which belongs to the
+// calling goroutine, what it worked out from user agents, for the events
+// that follow: one per worker of a log pipeline.
+func (en *Enricher) EnrichMemo(e *Event, m *bots.Memo) {
 	e.IP = e.IP.Unmap()
 	e.stacks = en.stacks
 	if en.trusted(e.IP) {
@@ -118,7 +123,7 @@ func (en *Enricher) Enrich(e *Event) {
 		bits = en.v4
 	}
 	e.Prefix, _ = e.IP.Prefix(bits)
-	e.Bot.Name, e.Bot.Verified = en.crawlers.Check(e.UserAgent, e.IP)
+	e.Bot.Name, e.Bot.Verified = en.crawlers.CheckMemo(e.UserAgent, e.IP, m)
 	if en.asn != nil && e.ASN == 0 {
 		e.ASN = en.asn.lookup(e.IP).asn
 	}

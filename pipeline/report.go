@@ -20,7 +20,10 @@ type Report struct {
 	entries map[reportKey]*Mitigation
 	// keyed holds the keys of entries, whatever the rule: most events' keys
 	// have none, and one lookup per key then spares one per rule matched.
-	keyed   map[uint64]struct{}
+	keyed map[uint64]struct{}
+	// keyBits has bit k%len of every key in keyed: most lookups end on a
+	// clear bit, without hashing into the map.
+	keyBits *[keyBitWords]uint64
 	clients map[netip.Addr]*clientStats // nil unless NewReport(true)
 	// limits, when set, are the throttle rules simulated on every request
 	// (SimulateThrottle); throttled their outcomes per rule.
@@ -42,6 +45,13 @@ type Throttled struct {
 
 	rule    *rules.Rule
 	refused map[netip.Addr]struct{}
+}
+
+// keyBitWords sizes Report.keyBits: 64K bits, 8 KiB.
+const keyBitWords = 1024
+
+func keyBit(k uint64) (word int, bit uint64) {
+	return int(k/64) % keyBitWords, 1 << (k % 64)
 }
 
 type reportKey struct {
@@ -70,7 +80,7 @@ type clientStats struct {
 
 // NewReport returns an empty report; clients also keeps per-client impact.
 func NewReport(clients bool) *Report {
-	r := &Report{entries: map[reportKey]*Mitigation{}, keyed: map[uint64]struct{}{}}
+	r := &Report{entries: map[reportKey]*Mitigation{}, keyed: map[uint64]struct{}{}, keyBits: new([keyBitWords]uint64)}
 	if clients {
 		r.clients = map[netip.Addr]*clientStats{}
 	}
@@ -173,6 +183,8 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 		e = &Mitigation{Rule: tr.Rule.Name, Scope: tr.Scope(), FirstSeen: tr.Time}
 		r.entries[k] = e
 		r.keyed[tr.Key] = struct{}{}
+		w, b := keyBit(tr.Key)
+		r.keyBits[w] |= b
 	}
 	e.Trips++
 	e.Action = action
@@ -206,7 +218,10 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time
 				continue
 			}
 			if !known || it.Key != lastKey {
-				_, has = r.keyed[it.Key]
+				w, b := keyBit(it.Key)
+				if has = r.keyBits[w]&b != 0; has {
+					_, has = r.keyed[it.Key]
+				}
 				lastKey, known = it.Key, true
 			}
 			if !has {

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"slices"
@@ -137,21 +139,100 @@ func (c *Crawlers) Names() []string { return slices.Clone(c.names) }
 // Check returns the crawler that the user agent ua names, if any, and
 // whether addr lies in that crawler's ranges. It allocates nothing.
 func (c *Crawlers) Check(ua string, addr netip.Addr) (name string, verified bool) {
+	return c.result(c.find(ua), addr)
+}
+
+// find returns the index of the crawler that ua names, or -1.
+func (c *Crawlers) find(ua string) int {
 	if c.filtered && !maybeCrawler(ua) {
-		return "", false
+		return -1
 	}
 	for _, t := range c.tokens {
 		if strings.Contains(ua, t.s) {
-			addr = addr.Unmap()
-			for _, p := range c.ranges[t.crawler] {
-				if p.Contains(addr) {
-					return c.names[t.crawler], true
-				}
-			}
-			return c.names[t.crawler], false
+			return t.crawler
 		}
 	}
-	return "", false
+	return -1
+}
+
+// result is Check's answer for crawler i (-1: none).
+func (c *Crawlers) result(i int, addr netip.Addr) (name string, verified bool) {
+	if i < 0 {
+		return "", false
+	}
+	addr = addr.Unmap()
+	for _, p := range c.ranges[i] {
+		if p.Contains(addr) {
+			return c.names[i], true
+		}
+	}
+	return c.names[i], false
+}
+
+// Memo remembers which crawler the user agents seen last name, for one
+// goroutine: a log has few distinct user agents, and finding the crawler
+// scans the whole user agent, where a hit in the memo hashes and compares
+// it. It is a direct-mapped table of memoSlots user agents up to memoMaxUA
+// bytes, which holds copies of them, so it allocates nothing; a longer user
+// agent, or a table other than the one it was filled from, is checked as
+// Check does. When too few lookups hit (every user agent new, as hostile
+// traffic can make them), it stands aside for a while, so that a miss costs
+// little more than Check. The zero value is ready for use; a Memo is not
+// safe for concurrent use.
+type Memo struct {
+	table *Crawlers // what the slots were filled from
+	seed  maphash.Seed
+	// lookups and hits in the current window of memoWindow lookups; skip:
+	// calls left to pass straight to Check.
+	lookups, hits, skip int
+	slots               [memoSlots]memoSlot
+}
+
+const (
+	memoSlots   = 1024 // a power of two
+	memoMaxUA   = 256
+	memoWindow  = 256  // lookups over which the hit rate is judged
+	memoMinHits = 64   // hits in a window below which the memo stands aside
+	memoSkip    = 4096 // calls it stands aside for
+)
+
+type memoSlot struct {
+	n       uint16 // length of the user agent; 0: empty
+	crawler int16  // index of its crawler, -1 none
+	ua      [memoMaxUA]byte
+}
+
+// CheckMemo is Check remembering in m (nil: none) what it found.
+func (c *Crawlers) CheckMemo(ua string, addr netip.Addr, m *Memo) (name string, verified bool) {
+	if m == nil || len(ua) == 0 || len(ua) > memoMaxUA || len(c.names) > math.MaxInt16 {
+		return c.Check(ua, addr)
+	}
+	if m.skip > 0 {
+		m.skip--
+		return c.Check(ua, addr)
+	}
+	if m.table != c {
+		if m.table == nil {
+			m.seed = maphash.MakeSeed()
+		}
+		m.table = c
+		for i := range m.slots {
+			m.slots[i].n = 0
+		}
+	}
+	s := &m.slots[maphash.String(m.seed, ua)&(memoSlots-1)]
+	if int(s.n) == len(ua) && string(s.ua[:s.n]) == ua {
+		m.hits++
+	} else {
+		s.n, s.crawler = uint16(copy(s.ua[:], ua)), int16(c.find(ua))
+	}
+	if m.lookups++; m.lookups == memoWindow {
+		if m.hits < memoMinHits {
+			m.skip = memoSkip
+		}
+		m.lookups, m.hits = 0, 0
+	}
+	return c.result(int(s.crawler), addr)
 }
 
 // crawlerNeedles are the substrings of maybeCrawler: every crawler token of

@@ -50,11 +50,11 @@ fingerprint: {interfaces: [lo]}
 `)
 	td := startDaemon(t, dir)
 	defer td.stop(t)
-	// The capture is open once its drop gauge is registered.
+	// The capture is open once its drop counter is registered.
 	td.waitFor(t, "the capture on lo to open", func() bool {
 		mfs, _ := td.d.reg.Gather()
 		for _, mf := range mfs {
-			if mf.GetName() == "guardd_sniff_kernel_drops" {
+			if mf.GetName() == "guardd_sniff_kernel_drops_total" {
 				return true
 			}
 		}

@@ -55,6 +55,13 @@ func BenchmarkParseCombined(b *testing.B) {
 	benchParse(b, benchCombined, MustCompile("combined").Parse)
 }
 
+// BenchmarkParseCombinedCache parses with a TimeCache, as a pipeline worker
+// does: the lines of a log share their time, here all of them.
+func BenchmarkParseCombinedCache(b *testing.B) {
+	f, c := MustCompile("combined"), new(TimeCache)
+	benchParse(b, benchCombined, func(line []byte, e *characteristics.Event) error { return f.ParseCache(line, e, c) })
+}
+
 func BenchmarkParseCombinedEscaped(b *testing.B) {
 	benchParse(b, `203.0.113.7 - - [10/Oct/2023:13:55:36 +0000] "GET /caf\xC3\xA9?q=\x22x\x22 HTTP/1.1" 200 5316 "-" "Mozilla/5.0 \x22quoted\x22"`, MustCompile("combined").Parse)
 }

@@ -84,6 +84,9 @@ type Format struct {
 	lead   string // literal before the first variable
 	vars   []variable
 	shaped bool // some variable has a shape, so a failed split is worth retrying
+	// combined: the format is Combined with escape=default, which Parse
+	// tries first with parseCombined.
+	combined bool
 }
 
 // Compile compiles an nginx log format. format is one of:
@@ -322,6 +325,7 @@ func compileText(name, text string, esc Escape) (*Format, error) {
 		return nil, fmt.Errorf("nginxlog: log format %q has no variables", clip(text))
 	}
 	f.vars[len(f.vars)-1].after = lit.String()
+	f.combined = text == Combined && esc == EscapeDefault
 	return f, nil
 }
 

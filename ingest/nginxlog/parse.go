@@ -27,6 +27,20 @@ var spanPool = sync.Pool{New: func() any { return new([maxVariables]span) }}
 // line: they are valid while line is. It allocates nothing once e's slices
 // have grown. A line that does not fit the format gives a *FieldError.
 func (f *Format) Parse(line []byte, e *characteristics.Event) error {
+	return f.ParseCache(line, e, nil)
+}
+
+// ParseCache is Parse remembering in c (nil: nothing), which belongs to the
+// calling goroutine, what the next lines are likely to repeat.
+func (f *Format) ParseCache(line []byte, e *characteristics.Event, c *TimeCache) error {
+	if f.combined && len(line) <= 1<<30 && f.parseCombined(line, e, c) {
+		return nil
+	}
+	return f.parse(line, e)
+}
+
+// parse is Parse's general path, for any format and any line.
+func (f *Format) parse(line []byte, e *characteristics.Event) error {
 	e.Reset()
 	e.Source = characteristics.SourceNginxLog
 	if len(line) > 1<<30 {

@@ -162,19 +162,35 @@ func (f *files) readFile(ctx context.Context, path string, w *pipeline.Writer) e
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer r.Close()
+	// Progress is read ten times a second: the counters are published every
+	// progressLines lines rather than per line, which would cost two atomic
+	// adds on every line of the one goroutine that reads.
+	const progressLines = 1024
+	var lines, read int64
+	publish := func() {
+		f.lines.Add(lines)
+		f.read.Add(read)
+		lines, read = 0, 0
+	}
+	defer publish()
 	for {
 		line, err := r.Next()
 		if err == io.EOF {
+			publish()
 			return w.Mark(nil)
 		}
 		if err != nil {
+			publish()
 			w.Mark(nil)
 			return &damagedError{fmt.Errorf("replay: %s: after line %d: %w", path, r.Line(), err)}
 		}
 		if err := w.Line(line, path, int64(r.Line())); err != nil {
 			return err
 		}
-		f.lines.Add(1)
-		f.read.Add(int64(len(line)) + 1)
+		lines++
+		read += int64(len(line)) + 1
+		if lines == progressLines {
+			publish()
+		}
 	}
 }

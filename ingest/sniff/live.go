@@ -18,14 +18,14 @@ type LiveConfig struct {
 	Interface string // required
 	BPF       string // "" means capture's default filter
 	Sniff     Config
-	// Registerer gets guardd_sniff_kernel_drops{interface} while the
+	// Registerer gets guardd_sniff_kernel_drops_total{interface} while the
 	// capture runs; nil: not exported.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger // nil: discard
 }
 
 // RunLive captures on one interface (AF_PACKET, CAP_NET_RAW) and hands
-// every record to emit, until ctx ends (then it returns nil). The drop gauge
+// every record to emit, until ctx ends (then it returns nil). The drop counter
 // is registered once the capture is open.
 func RunLive(ctx context.Context, cfg LiveConfig, emit func(*Record)) error {
 	if cfg.Logger == nil {
@@ -42,7 +42,7 @@ func RunLive(ctx context.Context, cfg LiveConfig, emit func(*Record)) error {
 	}
 	defer sn.Close()
 	if cfg.Registerer != nil {
-		drops := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_sniff_kernel_drops", Help: "Packets the kernel dropped before guardd read them, since the capture started.",
+		drops := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guardd_sniff_kernel_drops_total", Help: "Packets the kernel dropped before guardd read them, since the capture started.",
 			ConstLabels: prometheus.Labels{"interface": cfg.Interface}}, func() float64 {
 			_, dropped, _ := src.Stats()
 			return float64(dropped)

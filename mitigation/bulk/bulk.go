@@ -109,24 +109,37 @@ func Read(r io.Reader, f Format, d Defaults, now time.Time) ([]mitigation.Mitiga
 }
 
 func readJSONLines(r io.Reader, d Defaults, now time.Time) ([]mitigation.Mitigation, error) {
+	return readLines(r, d, now, func(b []byte) (rec record, skip bool, err error) {
+		if b = bytes.TrimSpace(b); len(b) == 0 {
+			return rec, true, nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rec); err != nil {
+			return rec, false, err
+		}
+		if dec.More() {
+			return rec, false, errors.New("more than one JSON value")
+		}
+		return rec, false, nil
+	})
+}
+
+// readLines reads r a line at a time; parse turns a line into a record or
+// skips it. Errors name the line, counted from 1.
+func readLines(r io.Reader, d Defaults, now time.Time, parse func([]byte) (rec record, skip bool, err error)) ([]mitigation.Mitigation, error) {
 	var out []mitigation.Mitigation
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
+		rec, skip, err := parse(sc.Bytes())
+		if skip {
 			continue
 		}
-		var rec record
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rec); err != nil {
-			return nil, fmt.Errorf("bulk: line %d: %w", line, err)
+		var m mitigation.Mitigation
+		if err == nil {
+			m, err = rec.mitigation(d, now)
 		}
-		if dec.More() {
-			return nil, fmt.Errorf("bulk: line %d: more than one JSON value", line)
-		}
-		m, err := rec.mitigation(d, now)
 		if err != nil {
 			return nil, fmt.Errorf("bulk: line %d: %w", line, err)
 		}
@@ -206,28 +219,14 @@ func readCSV(r io.Reader, d Defaults, now time.Time) ([]mitigation.Mitigation, e
 }
 
 func readList(r io.Reader, d Defaults, now time.Time) ([]mitigation.Mitigation, error) {
-	var out []mitigation.Mitigation
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
-		s := sc.Text()
+	return readLines(r, d, now, func(b []byte) (record, bool, error) {
+		s := string(b)
 		if i := strings.IndexByte(s, '#'); i >= 0 {
 			s = s[:i]
 		}
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		m, err := record{Value: s}.mitigation(d, now)
-		if err != nil {
-			return nil, fmt.Errorf("bulk: line %d: %w", line, err)
-		}
-		if out = append(out, m); len(out) > MaxRecords {
-			return nil, fmt.Errorf("bulk: line %d: more than %d records", line, MaxRecords)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("bulk: %w", err)
-	}
-	return out, nil
+		s = strings.TrimSpace(s)
+		return record{Value: s}, s == "", nil
+	})
 }
 
 // mitigation turns rec into a canonical Mitigation.

@@ -78,14 +78,12 @@ func classify(m mitigation.Mitigation, cfg Config) (target, bool) {
 	if len(m.Scope) != 1 || !slices.Contains(cfg.Actions, m.Action) {
 		return target{}, false
 	}
+	n, ok := mitigation.Network(m.Scope[0])
+	if !ok {
+		return target{}, false
+	}
 	t := target{exp: ceilSecond(m.Expires)}
-	switch p := m.Scope[0]; p.Name {
-	case "ip.src":
-		a, err := netip.ParseAddr(p.Value)
-		if err != nil {
-			return target{}, false
-		}
-		a = a.Unmap().WithZone("")
+	if a := n.Addr(); n.IsSingleIP() && m.Scope[0].Name == "ip.src" {
 		switch {
 		case a.Is4():
 			t.set, t.addr = setV4, a
@@ -94,21 +92,12 @@ func classify(m mitigation.Mitigation, cfg Config) (target, bool) {
 		default:
 			t.set, t.addr = setV6, a
 		}
-	case "ip.src.prefix":
-		pfx, err := netip.ParsePrefix(p.Value)
-		if err != nil {
-			return target{}, false
-		}
-		if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
-			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
-		}
-		t.pfx = pfx.Masked()
-		t.set = setV6Net
-		if t.pfx.Addr().Is4() {
-			t.set = setV4Net
-		}
-	default:
-		return target{}, false
+		return t, true
+	}
+	t.pfx = n
+	t.set = setV6Net
+	if n.Addr().Is4() {
+		t.set = setV4Net
 	}
 	return t, true
 }

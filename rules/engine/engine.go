@@ -62,7 +62,53 @@ type Engine struct {
 	// distinct[i] is rule i's counter when the rule counts distinct values.
 	distinct []DistinctCounter
 
+	// How Prepare keys each rule, numbered once here so that nothing is
+	// compared per event: chars are the characteristics that keys and
+	// distinct values read, each once; groups the distinct keys, as
+	// indexes into chars; plan[i] rule i's group and distinct value.
+	chars  []characteristics.Characteristic
+	groups [][]int32
+	plan   []rulePlan
+
 	onCount func(Counted) // see SetOnCount
+}
+
+// rulePlan is how Prepare keys one rule.
+type rulePlan struct {
+	group    int32                           // index in Engine.groups; -1: not prepared (throttle)
+	distinct int32                           // index in Engine.chars of the distinct value; -1: none
+	score    *characteristics.Characteristic // the rule's Score, kept here to spare a load of the rule per match
+}
+
+// planKeys numbers the characteristics and keys of e's rules.
+func (e *Engine) planKeys() {
+	char := func(c characteristics.Characteristic) int32 {
+		if i := slices.Index(e.chars, c); i >= 0 {
+			return int32(i)
+		}
+		e.chars = append(e.chars, c)
+		return int32(len(e.chars) - 1)
+	}
+	e.plan = make([]rulePlan, len(e.rules))
+	for i, r := range e.rules {
+		e.plan[i] = rulePlan{group: -1, distinct: -1, score: r.Score}
+		if r.Action == mitigation.ActionThrottle {
+			continue
+		}
+		key := make([]int32, len(r.Characteristics))
+		for j, c := range r.Characteristics {
+			key[j] = char(c)
+		}
+		g := slices.IndexFunc(e.groups, func(k []int32) bool { return slices.Equal(k, key) })
+		if g < 0 {
+			e.groups = append(e.groups, key)
+			g = len(e.groups) - 1
+		}
+		e.plan[i].group = int32(g)
+		if r.Distinct != nil {
+			e.plan[i].distinct = char(*r.Distinct)
+		}
+	}
 }
 
 // New builds an engine with one counter table per rule.
@@ -104,6 +150,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.counters[i] = t
 	}
+	e.planKeys()
 	return e, nil
 }
 
@@ -184,6 +231,21 @@ type Matches struct {
 	Items []Match
 	Keys  []byte // characteristic values, each ended by 0xff
 	eval  rules.Matches
+
+	// The keys and values of the event being prepared, each made at most
+	// once: an entry is current when its stamp is the event's.
+	stamp  uint64
+	values []keyed // per Engine.chars: one characteristic's value, ended
+	groups []keyed // per Engine.groups: a whole key, and its hash
+}
+
+// keyed is a span of Matches.Keys made for one event.
+type keyed struct {
+	stamp    uint64
+	off, len uint32
+	hash     uint64
+	ok       bool // the event has the value(s)
+	hashed   bool // hash is set (a value's hash is made on demand)
 }
 
 // Reset empties m.
@@ -192,91 +254,111 @@ func (m *Matches) Reset() { m.Items, m.Keys = m.Items[:0], m.Keys[:0] }
 // Prepare evaluates every rule on ev and appends the matches to m. It returns
 // how many it appended. It reads no engine state and allocates nothing once m
 // has grown.
+//
+// Rules keyed alike (most on ip.src) share one key and hash per event, and
+// a characteristic in several keys (ip.src alone, with the user agent, with
+// the JA4) is formatted once: New numbered both, so nothing is compared per
+// event.
 func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	e.set.Eval(ev, &m.eval)
 	n0 := len(m.Items)
-	// Rules keyed alike (most on ip.src) share one formatted key and hash
-	// per event.
-	var prev [4]struct {
-		chars    []characteristics.Characteristic
-		off, len uint32
-		hash     uint64
+	if len(m.values) < len(e.chars) || len(m.groups) < len(e.groups) {
+		m.values = make([]keyed, len(e.chars))
+		m.groups = make([]keyed, len(e.groups))
 	}
-	nprev := 0
-	for i, r := range e.rules {
-		if r.Action == mitigation.ActionThrottle {
-			continue // counted and decided per request by the decision API
+	m.stamp++
+	for i := range e.plan {
+		p := &e.plan[i]
+		if p.group < 0 {
+			continue // a throttle rule: counted and decided per request by the decision API
 		}
 		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
 		if !cnt && !mit {
 			continue
 		}
-		off := len(m.Keys)
-		ok := true
-		shared := -1
-		for j := range nprev {
-			if slices.Equal(prev[j].chars, r.Characteristics) {
-				shared = j
-				break
-			}
+		g := &m.groups[p.group]
+		if g.stamp != m.stamp {
+			e.makeKey(ev, m, p.group)
 		}
-		for _, c := range r.Characteristics {
-			if shared >= 0 {
-				break
-			}
-			if !c.Present(ev) {
-				ok = false
-				break
-			}
-			m.Keys = AppendKey(m.Keys, c, ev)
-		}
-		if !ok { // an event without the characteristic cannot be keyed
-			m.Keys = m.Keys[:off]
+		if !g.ok { // an event without the characteristic cannot be keyed
 			continue
 		}
 		var value uint64
-		if d := r.Distinct; d != nil && cnt {
+		if p.distinct >= 0 && cnt {
 			// Without the value there is nothing to count; the key may
 			// still be mitigated.
-			if d.Present(ev) {
-				end := len(m.Keys)
-				m.Keys = d.AppendValue(m.Keys, ev)
-				value = counting.Hash(m.Keys[end:])
-				m.Keys = m.Keys[:end]
+			v := e.value(ev, m, p.distinct)
+			if v.ok {
+				if !v.hashed { // the value without its end
+					v.hash, v.hashed = counting.Hash(m.Keys[v.off:v.off+v.len-1]), true
+				}
+				value = v.hash
 			} else {
 				cnt = false
 				if !mit {
-					m.Keys = m.Keys[:off]
 					continue
 				}
 			}
 		}
 		n := 1.0
-		if r.Score != nil {
-			if v, ok := r.Score.Num(ev); ok {
+		if p.score != nil {
+			if v, ok := p.score.Num(ev); ok {
 				n = v
 			} else {
 				n = 0
 			}
 		}
-		var keyOff, keyLen uint32
-		var hash uint64
-		if shared >= 0 {
-			keyOff, keyLen, hash = prev[shared].off, prev[shared].len, prev[shared].hash
-		} else {
-			key := m.Keys[off:]
-			keyOff, keyLen, hash = uint32(off), uint32(len(key)), counting.Hash(key)
-			if nprev < len(prev) {
-				prev[nprev].chars, prev[nprev].off, prev[nprev].len, prev[nprev].hash = r.Characteristics, keyOff, keyLen, hash
-				nprev++
-			}
-		}
-		m.Items = append(m.Items, Match{
-			Rule: int32(i), Count: cnt, Mitigate: mit, N: n, Value: value,
-			Key: hash, KeyOff: keyOff, KeyLen: keyLen,
-		})
+		m.Items = append(m.Items, Match{})
+		it := &m.Items[len(m.Items)-1]
+		it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), cnt, mit, n, value
+		it.Key, it.KeyOff, it.KeyLen = g.hash, g.off, g.len
 	}
 	return len(m.Items) - n0
+}
+
+// value returns characteristic c's value in ev, made once per event: its
+// text ended by keyEnd in m.Keys.
+func (e *Engine) value(ev *characteristics.Event, m *Matches, c int32) *keyed {
+	v := &m.values[c]
+	if v.stamp == m.stamp {
+		return v
+	}
+	off := len(m.Keys)
+	var ok bool
+	m.Keys, ok = appendKey(m.Keys, e.chars[c], ev)
+	*v = keyed{stamp: m.stamp, off: uint32(off), len: uint32(len(m.Keys) - off), ok: ok}
+	if !ok {
+		m.Keys = m.Keys[:off]
+	}
+	return v
+}
+
+// makeKey makes key group g of ev in m: the values of its characteristics
+// in order, and their hash.
+func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) {
+	chars := e.groups[g]
+	k := &m.groups[g]
+	*k = keyed{stamp: m.stamp}
+	if len(chars) == 1 { // the value is the key
+		v := e.value(ev, m, chars[0])
+		if !v.ok {
+			return
+		}
+		k.off, k.len = v.off, v.len
+	} else {
+		for _, c := range chars {
+			if !e.value(ev, m, c).ok {
+				return
+			}
+		}
+		off := len(m.Keys)
+		for _, c := range chars {
+			v := &m.values[c]
+			m.Keys = append(m.Keys, m.Keys[v.off:v.off+v.len]...)
+		}
+		k.off, k.len = uint32(off), uint32(len(m.Keys)-off)
+	}
+	k.hash, k.ok, k.hashed = counting.Hash(m.Keys[k.off:k.off+k.len]), true, true
 }
 
 // Apply counts the matches of one event, which happened at t, and appends
@@ -286,7 +368,8 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 // only calls in event order give reproducible counts.
 func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []Trip {
 	now := t.UnixNano()
-	for _, it := range items {
+	for i := range items {
+		it := &items[i] // not a copy: most matches are skipped on one field
 		if !it.Count || it.N == 0 {
 			continue
 		}

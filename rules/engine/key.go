@@ -12,6 +12,24 @@ func AppendKey(key []byte, c characteristics.Characteristic, ev *characteristics
 	return append(c.AppendValue(key, ev), keyEnd)
 }
 
+// appendKey is AppendKey for a value ev may lack: ok is false, and key
+// unchanged, when c is absent from ev. It reads a text value once where
+// Present and AppendKey would read it twice.
+func appendKey(key []byte, c characteristics.Characteristic, ev *characteristics.Event) (_ []byte, ok bool) {
+	switch c.Kind() {
+	case characteristics.KindAddr, characteristics.KindPrefix, characteristics.KindNumber:
+		if !c.Present(ev) {
+			return key, false
+		}
+		return AppendKey(key, c, ev), true
+	}
+	s, ok := c.Str(ev)
+	if !ok {
+		return key, false
+	}
+	return append(append(key, s...), keyEnd), true
+}
+
 // AppendKeyValue appends the value v, ended, to a rule's key bytes: the
 // bytes AppendKey makes from an event whose characteristic has value v.
 func AppendKeyValue(key []byte, v string) []byte {

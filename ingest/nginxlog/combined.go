@@ -1,0 +1,167 @@
+package nginxlog
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/guardd/guardd/characteristics"
+)
+
+// Variables of Combined, in order: what parseCombined relies on.
+const (
+	cAddr = iota
+	cUser
+	cTime
+	cRequest
+	cStatus
+	cBytes
+	cReferer
+	cUserAgent
+)
+
+// parseCombined is Parse for the combined format (escape=default) on the
+// lines nginx writes: an IPv4 or IPv6 address, a 26-byte $time_local, a
+// status and a byte count, and no raw '"' in the user agent. It does what the
+// general path does (split at the first occurrence of each literal, then the
+// typed values, then the others unescaped in place, in the format's order)
+// without the per-variable dispatch. It reports false when the line is
+// anything else, having touched nothing but e; Parse then takes the general
+// path, which makes the same event of every line this accepts
+// (FuzzCombinedFastPath holds the two to that).
+func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *TimeCache) bool {
+	e.Reset()
+	e.Source = characteristics.SourceNginxLog
+	// $remote_addr " - ": the first ' ' starts the first " - ", if any.
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 || !hasLiteral(line[sp:], " - ") {
+		return false
+	}
+	ip, ok := parseAddr(line[:sp])
+	if !ok {
+		return false
+	}
+	// $remote_user " ["
+	userAt := sp + 3
+	userEnd := userAt + 1 // "-", the usual value, ends at the first " ["
+	if !hasLiteral(line[userAt:], "- [") {
+		if userEnd = indexLiteral(line, userAt, " [", false); userEnd < 0 {
+			return false
+		}
+	}
+	// $time_local "] \"": a time that parses holds no ']', so the literal
+	// right after its 26 bytes is the first.
+	timeAt := userEnd + 2
+	if len(line) < timeAt+29 || !hasLiteral(line[timeAt+26:], "] \"") {
+		return false
+	}
+	t, ok := c.parse(line[timeAt : timeAt+26])
+	if !ok {
+		return false
+	}
+	// $request "\" "
+	reqAt := timeAt + 29
+	reqEnd := indexLiteral(line, reqAt, "\" ", false)
+	if reqEnd < 0 {
+		return false
+	}
+	// $status " " and $body_bytes_sent " \"": digits hold no ' ', so the
+	// literal right after the digits is the first.
+	statusAt := reqEnd + 2
+	statusEnd := skipDigits(line, statusAt)
+	if statusEnd == len(line) || line[statusEnd] != ' ' {
+		return false
+	}
+	status, ok := parseUint(line[statusAt:statusEnd])
+	if !ok || status > 999 {
+		return false
+	}
+	bytesAt := statusEnd + 1
+	bytesEnd := skipDigits(line, bytesAt)
+	if !hasLiteral(line[bytesEnd:], " \"") {
+		return false
+	}
+	sent, ok := parseUint(line[bytesAt:bytesEnd])
+	if !ok || sent > 1<<62 {
+		return false
+	}
+	// $http_referer "\" \""
+	refAt := bytesEnd + 2
+	refEnd := indexLiteral(line, refAt, "\" \"", false)
+	if refEnd < 0 {
+		return false
+	}
+	// $http_user_agent, ended by the '"' that ends the line; a raw '"' in it
+	// is an error the general path reports.
+	uaAt, uaEnd := refEnd+3, len(line)-1
+	if uaEnd < uaAt || line[uaEnd] != '"' || bytes.IndexByte(line[uaAt:uaEnd], '"') >= 0 {
+		return false
+	}
+
+	// The line is accepted: from here on nothing fails. Most lines hold no
+	// escape at all, which one scan tells for every field.
+	e.IP = ip.Unmap()
+	e.Time = t
+	e.Status = int(status)
+	e.BytesSent = int64(sent)
+	escaped := bytes.IndexByte(line[userAt:], '\\') >= 0
+	unescape := func(b []byte) []byte {
+		if escaped {
+			return unescapeDefault(b)
+		}
+		return b
+	}
+	if user := line[userAt:userEnd]; !absent(user) {
+		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cUser].key, Value: str(unescape(user))})
+	}
+	if req := line[reqAt:reqEnd]; absent(req) {
+		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cRequest].name, Value: str(req)})
+	} else if s := str(unescape(req)); !parseRequest(s, e) {
+		e.Vars = append(e.Vars, characteristics.Field{Name: f.vars[cRequest].name, Value: s})
+	}
+	if ref := line[refAt:refEnd]; !absent(ref) {
+		s := str(unescape(ref))
+		e.Headers = append(e.Headers, characteristics.Field{Name: f.vars[cReferer].key, Value: s})
+		e.Referer = s
+	}
+	if ua := line[uaAt:uaEnd]; !absent(ua) {
+		s := str(unescape(ua))
+		e.Headers = append(e.Headers, characteristics.Field{Name: f.vars[cUserAgent].key, Value: s})
+		e.UserAgent = s
+	}
+	return true
+}
+
+// TimeCache remembers the last $time_local a goroutine parsed with
+// ParseCache: a log's lines come in time order, many to a second, so most
+// repeat the time of the line before. The zero value is empty; a TimeCache
+// is not safe for concurrent use.
+type TimeCache struct {
+	text [26]byte
+	t    time.Time
+	ok   bool
+}
+
+// parse is parseTimeLocal through c (nil: none).
+func (c *TimeCache) parse(b []byte) (time.Time, bool) {
+	if c == nil {
+		return parseTimeLocal(b)
+	}
+	if c.ok && string(b) == string(c.text[:]) {
+		return c.t, true
+	}
+	t, ok := parseTimeLocal(b)
+	if ok && len(b) == len(c.text) {
+		copy(c.text[:], b)
+		c.t, c.ok = t, true
+	}
+	return t, ok
+}
+
+// skipDigits returns the index of the first byte at or after i that is not a
+// decimal digit, or len(b).
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package nginxlog
+
+const raceEnabled = false

@@ -1,0 +1,158 @@
+package engine_test
+
+import (
+	"bytes"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/guardd/guardd/bench/loggen"
+	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/rules/engine"
+)
+
+// labelled parses and enriches a labelled log of every class (bench/loggen),
+// as the pipeline hands events to the engine.
+func labelled(tb testing.TB, benign int) []characteristics.Event {
+	tb.Helper()
+	var buf bytes.Buffer
+	labels, err := loggen.Generate(&buf, loggen.Config{Seed: 14, Benign: benign})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db := filepath.Join(tb.TempDir(), "geo.mmdb")
+	if err := labels.GeoDB(db); err != nil {
+		tb.Fatal(err)
+	}
+	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { en.Close() })
+	f := nginxlog.MustCompile(loggen.GuarddLogFormat)
+	var events []characteristics.Event
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var ev characteristics.Event
+		if err := f.Parse(line, &ev); err != nil {
+			tb.Fatal(err)
+		}
+		en.Enrich(&ev)
+		events = append(events, ev)
+	}
+	return events
+}
+
+// reference is Prepare written plainly, rule by rule: every rule keyed on
+// its own through Engine.Key.
+func reference(e *engine.Engine, set *rules.Set, ev *characteristics.Event) (items []engine.Match, keys [][]byte) {
+	var rm rules.Matches
+	set.Eval(ev, &rm)
+	for i, r := range e.Rules() {
+		if r.Action == mitigation.ActionThrottle {
+			continue
+		}
+		cnt, mit := rm.Count(i), rm.Mitigate(i)
+		if !cnt && !mit {
+			continue
+		}
+		key, vals, ok := e.Key(i, ev, nil)
+		if !ok {
+			continue
+		}
+		var value uint64
+		if d := r.Distinct; d != nil && cnt {
+			if d.Present(ev) {
+				value = counting.Hash(d.AppendValue(nil, ev))
+			} else if cnt = false; !mit {
+				continue
+			}
+		}
+		n := 1.0
+		if r.Score != nil {
+			if v, ok := r.Score.Num(ev); ok {
+				n = v
+			} else {
+				n = 0
+			}
+		}
+		items = append(items, engine.Match{Rule: int32(i), Count: cnt, Mitigate: mit, N: n, Value: value, Key: key})
+		keys = append(keys, vals)
+	}
+	return items, keys
+}
+
+// TestPrepareMatchesReference: on every line of a labelled log of every
+// class, and on events lacking each characteristic a built-in rule keys on,
+// Prepare's shared keys give each rule the key, hash and distinct value it
+// would have on its own.
+func TestPrepareMatchesReference(t *testing.T) {
+	set, err := rules.Builtin(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Rules: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := labelled(t, 200)
+	var events []characteristics.Event
+	for i := 0; i < len(all); i += 3 { // a third is enough, and quicker
+		events = append(events, all[i])
+	}
+	// Variants without an address, a user agent, a session cookie, a JA4:
+	// the keys holding them cannot be made, the others still can.
+	n := len(events)
+	for i := 0; i < n; i += 37 {
+		for _, drop := range []func(*characteristics.Event){
+			func(ev *characteristics.Event) { ev.IP, ev.Prefix = netip.Addr{}, netip.Prefix{} },
+			func(ev *characteristics.Event) { ev.UserAgent = "" },
+			func(ev *characteristics.Event) { ev.Cookies = nil },
+			func(ev *characteristics.Event) { ev.TLS.JA4 = ""; ev.Query = "" },
+		} {
+			ev := events[i]
+			drop(&ev)
+			events = append(events, ev)
+		}
+	}
+	// A second engine shares the Matches, as a pipeline's do across a
+	// reload: what one made for an event is never taken for the other's.
+	set2, err := rules.Load(fstest.MapFS{"a.rego": {Data: []byte(distinctRule)}, "b.rego": {Data: []byte(loginRule)}}, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2, err := engine.New(engine.Config{Rules: set2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m engine.Matches
+	total := 0
+	for i := range events {
+		ev := &events[i]
+		e, set := e, set
+		if i%5 == 4 {
+			e, set = e2, set2
+		}
+		m.Reset()
+		e.Prepare(ev, &m)
+		want, keys := reference(e, set, ev)
+		if len(m.Items) != len(want) {
+			t.Fatalf("event %d: %d matches, want %d:\n%+v\n%+v", i, len(m.Items), len(want), m.Items, want)
+		}
+		for j, it := range m.Items {
+			got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
+			it.KeyOff, it.KeyLen = 0, 0
+			if it != want[j] || !bytes.Equal(got, keys[j]) {
+				t.Fatalf("event %d, rule %s: match %+v key %q, want %+v key %q", i, e.Rules()[it.Rule].Name, it, got, want[j], keys[j])
+			}
+		}
+		total += len(want)
+	}
+	if total < len(events) {
+		t.Fatalf("only %d matches over %d events: the test proves little", total, len(events))
+	}
+}
