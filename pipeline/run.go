@@ -115,13 +115,17 @@ type batch struct {
 	m      engine.Matches
 	mt     rules.Matches    // of the simulated throttle rules
 	counts []throttle.Count // of the simulated throttle rules
-	tbuf   []byte
-	errs   []error
-	bad    int64
-	future int64
-	p      *Pipeline // acquired by the worker, released by the sequencer
-	mark   any
-	marked bool
+	// perRule counts the events each rule counted, by rule index: worked
+	// out by the worker, corrected by the sequencer for requests counted
+	// at decision time.
+	perRule []float64
+	tbuf    []byte
+	errs    []error
+	bad     int64
+	future  int64
+	p       *Pipeline // acquired by the worker, released by the sequencer
+	mark    any
+	marked  bool
 }
 
 // Source feeds Run with lines.
@@ -307,6 +311,7 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 	b.m.Reset()
 	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
 	b.counts = b.counts[:0]
+	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
 	var limits *throttle.Rules
 	if cfg.Report != nil {
 		limits = cfg.Report.limits
@@ -352,6 +357,11 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 		}
 		lo := uint32(len(b.m.Items))
 		p.engine.Prepare(ev, &b.m)
+		for _, it := range b.m.Items[lo:] {
+			if it.Count {
+				b.perRule[it.Rule]++
+			}
+		}
 		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP}
 		if cfg.Report != nil {
 			r.allowed = cfg.Store.Allowlisted(ev)
@@ -380,7 +390,6 @@ type sequencer struct {
 	next      uint64
 	st        Stats
 	trips     []engine.Trip
-	perRule   []float64
 	logged    int
 	lastWarn  time.Time // last malformed line logged
 	lastAdd   time.Time // last failed Add logged
@@ -392,7 +401,6 @@ func (s *sequencer) apply(b *batch) {
 	cfg, p := s.cfg, b.p
 	defer func() { b.p = nil; p.Release() }()
 	rs := p.engine.Rules()
-	s.perRule = append(s.perRule[:0], make([]float64, len(rs))...)
 	for _, e := range b.evs {
 		if e.t == 0 {
 			continue
@@ -409,14 +417,10 @@ func (s *sequencer) apply(b *batch) {
 		items := b.m.Items[e.lo:e.hi]
 		if e.reqID != 0 && cfg.Counted.Take(e.reqID, b.now.UnixNano()) {
 			for i := range items {
-				if rs[items[i].Rule].RequestTime {
-					items[i].Count = false
+				if it := &items[i]; it.Count && rs[it.Rule].RequestTime {
+					it.Count = false
+					b.perRule[it.Rule]--
 				}
-			}
-		}
-		for _, it := range items {
-			if it.Count {
-				s.perRule[it.Rule]++
 			}
 		}
 		s.trips = p.engine.Apply(t, items, b.m.Keys, s.trips[:0])
@@ -447,7 +451,7 @@ func (s *sequencer) apply(b *batch) {
 			cfg.Logger.Warn("malformed log line skipped", "err", err)
 		}
 	}
-	cfg.Metrics.batch(b, rs, s.perRule)
+	cfg.Metrics.batch(b, rs, b.perRule)
 	if !cfg.Replay && b.now.Sub(s.lastSweep) > cfg.Sweep && s.newest > 0 {
 		s.lastSweep = b.now
 		p.engine.Expire(time.Unix(0, s.newest))

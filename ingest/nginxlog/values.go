@@ -87,8 +87,9 @@ func month(b []byte) int {
 	return 0
 }
 
-// parseAddr parses an IPv4 or IPv6 address like netip.ParseAddr, with a fast
-// path for plain dotted IPv4; anything else goes to netip.ParseAddr.
+// parseAddr parses an IPv4 or IPv6 address like netip.ParseAddr, with fast
+// paths for plain dotted IPv4 and for IPv6 in hex groups; anything else goes
+// to netip.ParseAddr.
 func parseAddr(b []byte) (netip.Addr, bool) {
 	var a [4]byte
 	field, n, dots := 0, 0, 0
@@ -102,7 +103,7 @@ func parseAddr(b []byte) (netip.Addr, bool) {
 			dots++
 			field, n = 0, 0
 		default:
-			return parseAddrSlow(b)
+			return parseIPv6(b)
 		}
 	}
 	if dots != 3 || n == 0 || field > 255 {
@@ -110,6 +111,78 @@ func parseAddr(b []byte) (netip.Addr, bool) {
 	}
 	a[3] = byte(field)
 	return netip.AddrFrom4(a), true
+}
+
+// hexValue maps a byte to its value as a hex digit, -1 if it is not one.
+var hexValue = func() (t [256]int8) {
+	for i := range t {
+		t[i] = int8(unhex(byte(i)))
+	}
+	return t
+}()
+
+// parseIPv6 is netip's IPv6 parser for the addresses nginx logs: hex groups
+// of up to four digits and at most one "::". Anything else (a zone, an
+// embedded IPv4, an error) goes to netip.ParseAddr.
+func parseIPv6(b []byte) (netip.Addr, bool) {
+	var ip [16]byte
+	ellipsis := -1 // where the "::" is in ip
+	s := b
+	if len(s) >= 2 && s[0] == ':' && s[1] == ':' {
+		ellipsis = 0
+		s = s[2:]
+		if len(s) == 0 {
+			return netip.IPv6Unspecified(), true
+		}
+	}
+	i := 0
+	for i < 16 {
+		off, acc := 0, 0
+		for ; off < len(s) && off < 5; off++ {
+			h := hexValue[s[off]]
+			if h < 0 {
+				break
+			}
+			acc = acc<<4 | int(h)
+		}
+		if off == 0 || off > 4 || off < len(s) && s[off] == '.' {
+			return parseAddrSlow(b)
+		}
+		ip[i], ip[i+1] = byte(acc>>8), byte(acc)
+		i += 2
+		s = s[off:]
+		if len(s) == 0 {
+			break
+		}
+		if s[0] != ':' || len(s) == 1 {
+			return parseAddrSlow(b)
+		}
+		s = s[1:]
+		if s[0] == ':' {
+			if ellipsis >= 0 {
+				return parseAddrSlow(b)
+			}
+			ellipsis = i
+			s = s[1:]
+			if len(s) == 0 {
+				break
+			}
+		}
+	}
+	if len(s) != 0 {
+		return parseAddrSlow(b)
+	}
+	if i < 16 {
+		if ellipsis < 0 {
+			return parseAddrSlow(b)
+		}
+		n := 16 - i
+		copy(ip[ellipsis+n:], ip[ellipsis:i])
+		clear(ip[ellipsis : ellipsis+n])
+	} else if ellipsis >= 0 {
+		return parseAddrSlow(b)
+	}
+	return netip.AddrFrom16(ip), true
 }
 
 func parseAddrSlow(b []byte) (netip.Addr, bool) {

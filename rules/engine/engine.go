@@ -368,7 +368,8 @@ func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) {
 // only calls in event order give reproducible counts.
 func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []Trip {
 	now := t.UnixNano()
-	for _, it := range items {
+	for i := range items {
+		it := &items[i] // not a copy: most matches are skipped on one field
 		if !it.Count || it.N == 0 {
 			continue
 		}
