@@ -77,8 +77,8 @@ type Fleet struct {
 	log   *slog.Logger
 	met   *metrics
 
-	breaker *Breaker
-	healthy atomic.Bool
+	eps     endpoints    // one circuit breaker per Redis endpoint (endpoint.go)
+	healthy atomic.Bool  // every endpoint's breaker is closed
 	off     atomic.Int64 // Redis time minus local time, ns
 	nodes   atomic.Int64 // live nodes, >= 1
 	kick    chan struct{}
@@ -146,19 +146,9 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	}
 	f := &Fleet{cfg: cfg, store: store, log: log, met: met, kick: make(chan struct{}, 1)}
 	f.nodes.Store(1)
-	f.breaker = NewBreaker(cfg.Threshold, cfg.Cooldown, func(s BreakerState) {
-		f.healthy.Store(s == BreakerClosed)
-		for st := range numBreakerStates {
-			v := 0.0
-			if st == s {
-				v = 1
-			}
-			met.breaker.WithLabelValues(st.String()).Set(v)
-		}
-		log.Info("fleet: redis circuit breaker", "state", s.String())
-	})
 	f.healthy.Store(true)
-	met.breaker.WithLabelValues(BreakerClosed.String()).Set(1)
+	f.eps.init(f, firstEndpoint(store))
+	met.setWorst(BreakerClosed)
 	met.nodes.Set(1)
 	return f, nil
 }
@@ -217,14 +207,19 @@ func (f *Fleet) Counters() int {
 	return len(f.liveLocked())
 }
 
-// Healthy reports whether counts are fleet-wide now (the breaker is
-// closed); when false each rule answers by its OnError.
+// Healthy reports whether counts are fleet-wide now for every key (every
+// endpoint's breaker is closed); when false, the keys on an endpoint whose
+// breaker is not closed answer by their rule's OnError.
 func (f *Fleet) Healthy() bool { return f.healthy.Load() }
 
 // Status is what guardd status shows of the fleet.
 type Status struct {
-	Node      string
-	Breaker   string
+	Node string
+	// Breaker is the worst state of the endpoints' breakers.
+	Breaker string
+	// Endpoints are the Redis endpoints (a Cluster's masters) and the
+	// state of each one's breaker.
+	Endpoints []EndpointStatus
 	LiveNodes int
 	// LastContact is when Redis last answered; zero if never.
 	LastContact time.Time
@@ -234,7 +229,10 @@ type Status struct {
 
 // Status returns the fleet's state now.
 func (f *Fleet) Status() Status {
-	s := Status{Node: f.cfg.Node, Breaker: f.breaker.State().String(), LiveNodes: int(f.nodes.Load()), ClockOffset: time.Duration(f.off.Load())}
+	s := Status{Node: f.cfg.Node, LiveNodes: int(f.nodes.Load()), ClockOffset: time.Duration(f.off.Load())}
+	var worst BreakerState
+	s.Endpoints, worst = f.eps.status()
+	s.Breaker = worst.String()
 	if ns := f.lastOK.Load(); ns != 0 {
 		s.LastContact = time.Unix(0, ns)
 	}
@@ -260,15 +258,32 @@ func (f *Fleet) Run(ctx context.Context) error {
 
 // Flush sends every pending delta (and reads back the state of keys used
 // since the last flush) now. Run calls it; tests and benchmarks may too.
+// Each endpoint's ops go under its own breaker and deadline, concurrently:
+// a dead Cluster master neither fails nor delays the others' flushes.
 func (f *Fleet) Flush(ctx context.Context) {
 	now := f.cfg.Now()
-	ok, probe := f.breaker.Allow(now)
-	if !ok {
-		f.met.flushes.WithLabelValues("skipped").Inc()
+	if f.eps.due(now) {
+		f.eps.refresh(now)
+	}
+	top := f.eps.top.Load()
+	rounds := make([]round, len(top.eps))
+	any := false
+	for i, ep := range top.eps {
+		r := &rounds[i]
+		r.ep = ep
+		r.ok, r.probe = ep.br.Allow(now)
+		if !r.ok {
+			f.met.flushes.WithLabelValues("skipped").Inc()
+		}
+		any = any || r.ok
+	}
+	if !any {
 		return
 	}
-	if probe || now.Sub(f.lastBeat) >= f.cfg.NodeTTL/3 {
-		if !f.heartbeat(ctx, now) {
+	if hb := &rounds[top.of(heartbeatSlot)]; hb.ok && (hb.probe || now.Sub(f.lastBeat) >= f.cfg.NodeTTL/3) {
+		// The heartbeat is its endpoint's probe when half-open.
+		hb.ok, hb.probe = f.heartbeat(ctx, now, hb.ep), false
+		if len(rounds) == 1 && !hb.ok {
 			return
 		}
 	}
@@ -287,19 +302,94 @@ func (f *Fleet) Flush(ctx context.Context) {
 	for _, c := range counters {
 		c.collect(&b, now.UnixNano()+f.off.Load(), full)
 	}
-	for start := 0; start < len(b.ops); start += BatchSize {
-		end := min(start+BatchSize, len(b.ops))
-		if !f.send(ctx, &b, start, end) {
-			// Requeue the rest for after recovery.
-			for i := end; i < len(b.ops); i++ {
-				b.refs[i].c.settle(b.refs[i], State{}, false)
-			}
+	if len(rounds) == 1 {
+		if rounds[0].ok {
+			rounds[0].ops, rounds[0].refs = b.ops, b.refs
+			f.sendRound(ctx, &rounds[0])
+		} else {
+			requeue(b.refs)
+		}
+		return
+	}
+	for i := range b.ops {
+		r := &rounds[top.of(KeySlot(b.ops[i].Key))]
+		r.ops = append(r.ops, b.ops[i])
+		r.refs = append(r.refs, b.refs[i])
+	}
+	var wg sync.WaitGroup
+	for i := range rounds {
+		r := &rounds[i]
+		switch {
+		case !r.ok:
+			// Its breaker is open: the deltas wait for recovery.
+			requeue(r.refs)
+		case len(r.ops) > 0:
+			wg.Add(1)
+			go func() { defer wg.Done(); f.sendRound(ctx, r) }()
+		case r.probe:
+			wg.Add(1)
+			go func() { defer wg.Done(); f.ping(ctx, r.ep) }()
+		}
+	}
+	wg.Wait()
+}
+
+// heartbeatSlot is the slot of the live-node set, "guardd:{fleet}:nodes".
+var heartbeatSlot = KeySlot("guardd:{fleet}:nodes")
+
+// round is one flush's work for one endpoint.
+type round struct {
+	ep        *endpoint
+	ok, probe bool
+	ops       []Op
+	refs      []ref
+}
+
+// sendRound sends one endpoint's ops in pipelines of at most BatchSize;
+// after a failure the rest wait for recovery.
+func (f *Fleet) sendRound(ctx context.Context, r *round) {
+	for start := 0; start < len(r.ops); start += BatchSize {
+		end := min(start+BatchSize, len(r.ops))
+		if !f.send(ctx, r.ep, r.ops[start:end], r.refs[start:end]) {
+			requeue(r.refs[end:])
 			return
 		}
 	}
 }
 
-func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
+// requeue puts refs' deltas back to pending, unsent.
+func requeue(refs []ref) {
+	for i := range refs {
+		refs[i].c.settle(refs[i], State{}, false)
+	}
+}
+
+// ping is the half-open probe of an endpoint with nothing to flush.
+func (f *Fleet) ping(ctx context.Context, ep *endpoint) {
+	r, ok := f.store.(Router)
+	if !ok {
+		ep.br.Success() // a Store without endpoints is probed by its heartbeat
+		return
+	}
+	err, _ := f.bounded(ctx, func(ctx context.Context) error { return r.Ping(ctx, ep.name) })
+	if err != nil {
+		f.failed(ep, err, f.cfg.Now())
+		return
+	}
+	ep.br.Success()
+	f.lastOK.Store(f.cfg.Now().UnixNano())
+}
+
+// firstEndpoint names the endpoint the fleet starts with, before a
+// topology has been read: the one a Conn outside Cluster mode keeps.
+func firstEndpoint(s Store) string {
+	if n, ok := s.(interface{ endpointName() string }); ok {
+		return n.endpointName()
+	}
+	return "redis"
+}
+
+func (f *Fleet) heartbeat(ctx context.Context, now time.Time, ep *endpoint) bool {
 	var n int
 	err, _ := f.bounded(ctx, func(ctx context.Context) error {
 		var err error
@@ -307,13 +397,13 @@ func (f *Fleet) heartbeat(ctx context.Context, now time.Time) bool {
 		return err
 	})
 	if err != nil {
-		f.failed(err, f.cfg.Now())
+		f.failed(ep, err, f.cfg.Now())
 		return false
 	}
 	f.lastBeat = now
 	f.nodes.Store(int64(max(n, 1)))
 	f.met.nodes.Set(float64(max(n, 1)))
-	f.breaker.Success()
+	ep.br.Success()
 	f.lastOK.Store(f.cfg.Now().UnixNano())
 	return true
 }
@@ -338,14 +428,14 @@ func (f *Fleet) bounded(ctx context.Context, call func(context.Context) error) (
 	}
 }
 
-func (f *Fleet) failed(err error, now time.Time) {
-	f.breaker.Failure(now)
+func (f *Fleet) failed(ep *endpoint, err error, now time.Time) {
+	ep.br.Failure(now)
 	outcome := "error"
 	if ctxErr(err) {
 		outcome = "timeout"
 	}
 	f.met.flushes.WithLabelValues(outcome).Inc()
-	f.log.Debug("fleet: redis call failed", "err", err)
+	f.log.Debug("fleet: redis call failed", "endpoint", ep.name, "err", err)
 }
 
 func ctxErr(err error) bool {
@@ -370,9 +460,9 @@ func isDeadline(err error) bool {
 	return false
 }
 
-// send applies ops[start:end] under one deadline and settles them.
-func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
-	ops := b.ops[start:end]
+// send applies ops (all on endpoint ep) under one deadline and settles
+// them, with refs their key states.
+func (f *Fleet) send(ctx context.Context, ep *endpoint, ops []Op, refs []ref) bool {
 	// The call writes only into st and er. A call that outlives the
 	// deadline keeps writing into them while this goroutine goes on, so
 	// then it reads fresh slices instead and never touches st or er again.
@@ -395,17 +485,17 @@ func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	t1 := f.cfg.Now()
 	f.met.duration.Observe(t1.Sub(t0).Seconds())
 	if err != nil {
-		f.failed(err, t1)
+		f.failed(ep, err, t1)
 		for i := range ops {
 			ok := errs[i] == nil
 			if !ok && (errs[i] == nil || isDeadline(errs[i])) {
-				b.refs[start+i].unknown = true
+				refs[i].unknown = true
 			}
-			b.refs[start+i].c.settle(b.refs[start+i], states[i], ok)
+			refs[i].c.settle(refs[i], states[i], ok)
 		}
 		return false
 	}
-	f.breaker.Success()
+	ep.br.Success()
 	f.met.flushes.WithLabelValues("ok").Inc()
 	f.lastOK.Store(t1.UnixNano())
 	mid := t0.UnixNano() + t1.Sub(t0).Nanoseconds()/2
@@ -413,7 +503,7 @@ func (f *Fleet) send(ctx context.Context, b *batch, start, end int) bool {
 	var events float64
 	for i := range ops {
 		events += ops[i].Delta
-		b.refs[start+i].c.settle(b.refs[start+i], states[i], true)
+		refs[i].c.settle(refs[i], states[i], true)
 	}
 	f.met.keys.Add(float64(len(ops)))
 	f.met.events.Add(events)
@@ -534,7 +624,7 @@ func (c *Counter) Admit(key uint64, n float64, now int64) counting.Result {
 
 func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Result {
 	f := c.f
-	healthy := f.healthy.Load()
+	healthy := f.healthy.Load() || f.eps.healthyKey(c, key)
 	if !healthy {
 		switch c.rule.OnError {
 		case Open:
