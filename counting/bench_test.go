@@ -278,3 +278,53 @@ func BenchmarkFlood(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDistinct adds values to a Distinct table: "keys" cycles over
+// 100,000 keys (as many clients, each sending a few distinct values and
+// repeats, the table larger than the caches), "flood" adds a new key with
+// a new value on every operation to a table full at its cap (every Add
+// evicts), and "dense" keeps adding new values to 1,000 keys past the
+// exact range, where every raised register re-estimates.
+func BenchmarkDistinct(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		keys    int
+		maxKeys int
+		values  uint64 // distinct values per key
+	}{
+		{"keys", 100_000, 0, 8},
+		{"flood", 0, 800_000, 0},
+		{"dense", 1000, 0, 1 << 20},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			d, err := NewDistinct(DistinctConfig{Period: time.Hour, Limit: 100, MaxKeys: bc.maxKeys})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(9, 10))
+			keys := benchKeySet()
+			now := t0
+			next := func(i int) (uint64, uint64) {
+				if bc.keys == 0 {
+					return rng.Uint64(), rng.Uint64()
+				}
+				return keys[(i*7919)%bc.keys], rng.Uint64() % bc.values
+			}
+			for i := range 200_000 {
+				k, v := next(i)
+				d.Add(k, v, now)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			i := 0
+			for b.Loop() {
+				now += 1000
+				k, v := next(i)
+				d.Add(k, v, now)
+				i++
+			}
+			reportCPU(b, cpu)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package counting
 
 import (
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -18,8 +19,8 @@ func newDistinct(t testing.TB, period time.Duration, limit float64, maxKeys int)
 }
 
 func TestDistinctSlotSize(t *testing.T) {
-	if n := unsafe.Sizeof(dslot{}); n != DistinctSlotBytes {
-		t.Fatalf("dslot is %d bytes, DistinctSlotBytes says %d", n, DistinctSlotBytes)
+	if n := unsafe.Sizeof(uint64(0)) + unsafe.Sizeof(dslot{}); n != DistinctSlotBytes {
+		t.Fatalf("a key and its dslot are %d bytes, DistinctSlotBytes says %d", n, DistinctSlotBytes)
 	}
 }
 
@@ -232,5 +233,42 @@ func TestDistinctConcurrent(t *testing.T) {
 	}
 	if r := d.Peek(1, 0); r.Count != 32 { // exact up to 32
 		t.Fatalf("shared key: %v distinct values, want 32", r.Count)
+	}
+}
+
+// TestDistinctCachedEstimate: the estimates a key keeps are those a full
+// recomputation from its registers gives, after every Add of a sequence
+// that repeats values, goes past the exact range, sends late values into
+// the previous window and rotates windows: an Add that changes nothing
+// may skip the estimate, and no Add that changes something does.
+func TestDistinctCachedEstimate(t *testing.T) {
+	for _, values := range []uint64{700, 30, 8} { // dense windows; exact ones, with late values new to the previous
+		d := newDistinct(t, time.Minute, 1e9, 0)
+		key := values
+		rng := rand.New(rand.NewPCG(values, 1))
+		now := int64(0)
+		for i := range 20_000 {
+			now += int64(time.Second) / 50 // ~12 minutes in all
+			v := uint64(i) % values        // every value, then repeats
+			if values < 100 {
+				v = rng.Uint64N(values)
+			}
+			at := now
+			if i%97 == 0 {
+				at -= int64(time.Minute) // late: into the previous window
+			}
+			d.Add(key, v*0x9e3779b97f4a7c15, at)
+			s := d.shardFor(key)
+			j, ok := d.findLocked(s, key)
+			if !ok {
+				t.Fatal("key lost")
+			}
+			got := s.slots[j]
+			want := got
+			d.estimate(&want)
+			if got.cur != want.cur || got.uni != want.uni {
+				t.Fatalf("%d values, Add %d (n %v): kept cur %v uni %v, recomputed %v %v", values, i, got.n, got.cur, got.uni, want.cur, want.uni)
+			}
+		}
 	}
 }

@@ -31,8 +31,7 @@ type ruleEval struct {
 type Set struct {
 	rules   []*Rule
 	evals   []*ruleEval
-	pcs     []rulePCs // where each rule's native predicates start in prog
-	prog    []instr   // the native predicates of every rule, laid out flat
+	plan    *plan // the native predicates of every rule, as bits
 	log     *slog.Logger
 	timeout time.Duration
 	metrics *metrics
@@ -94,20 +93,11 @@ func newSet(c *ast.Compiler, evals []*ruleEval, opts Options) (*Set, error) {
 		re.timeout = s.timeout
 		s.add(re)
 	}
+	s.plan = newPlan(s.evals)
 	return s, nil
 }
 
 func (s *Set) add(re *ruleEval) {
-	pcs := rulePCs{count: -1, mitigate: -1}
-	if re.count != nil {
-		pcs.count = int32(len(s.prog))
-		s.prog = appendProgram(s.prog, re.count)
-	}
-	if re.mitigate != nil {
-		pcs.mitigate = int32(len(s.prog))
-		s.prog = appendProgram(s.prog, re.mitigate)
-	}
-	s.pcs = append(s.pcs, pcs)
 	n := re.rule.Name
 	re.fallbacks = s.metrics.fallbacks.WithLabelValues(n)
 	re.timeouts = s.metrics.errors.WithLabelValues(n, "timeout")
@@ -148,6 +138,7 @@ func Merge(sets ...*Set) (*Set, error) {
 	if out == nil {
 		return newSet(nil, nil, Options{})
 	}
+	out.plan = newPlan(out.evals)
 	return out, nil
 }
 
@@ -162,6 +153,7 @@ func (s *Set) Select(keep func(*Rule) bool) *Set {
 			out.add(&cp)
 		}
 	}
+	out.plan = newPlan(out.evals)
 	return out
 }
 
@@ -201,104 +193,42 @@ func (m *Matches) reset(n int) {
 
 // Eval evaluates the counting and mitigation expressions of every rule of s
 // on e and stores the results in m. It is safe for concurrent use with
-// distinct Matches, and allocates nothing when every rule is native.
+// distinct Matches, and allocates nothing when every rule is native (once
+// m's memo tables exist).
 func (s *Set) Eval(e *characteristics.Event, m *Matches) {
 	m.reset(len(s.evals))
-	for i, re := range s.evals {
+	p := s.plan
+	b := &m.st.bits
+	p.begin(e, b)
+	p.run(e, &m.st)
+	p.results(b, m.count, m.mitigate)
+	for _, i := range p.opa {
+		re, rp := s.evals[i], p.rules[i]
 		var c, mit bool
-		pcs := s.pcs[i]
-		if pcs.count >= 0 {
-			c = s.run(pcs.count, e, &m.st)
-		} else {
+		if rp.count == predOPA {
 			c = s.fallback(re, re.countQ, e, m)
+		} else {
+			c = b.holds(rp.count)
 		}
-		switch {
-		case re.mitigateQ == nil:
+		switch rp.mitigate {
+		case predNone:
 			mit = c
-		case pcs.mitigate >= 0:
-			mit = s.run(pcs.mitigate, e, &m.st)
-		default:
+		case predOPA:
 			mit = s.fallback(re, re.mitigateQ, e, m)
+		default:
+			mit = b.holds(rp.mitigate)
 		}
+		w, bit := i>>6, uint64(1)<<(uint(i)&63)
+		m.count[w] &^= bit
+		m.mitigate[w] &^= bit
 		if c {
-			m.count[i>>6] |= 1 << (uint(i) & 63)
+			m.count[w] |= bit
 		}
 		if mit {
-			m.mitigate[i>>6] |= 1 << (uint(i) & 63)
+			m.mitigate[w] |= bit
 		}
 	}
-}
-
-// instr is one step of a Set's flat program: a condition and where to go
-// when it fails (the next alternative of its predicate, or its opFalse), or
-// the end of an alternative (opTrue: the predicate holds) or of a predicate
-// (opFalse: no alternative held). Laid out in one slice, the predicates of
-// a whole library are read in order from a few cache lines, not chased
-// through a slice of slices per rule.
-type instr struct {
-	c    cond
-	slot int32 // cache slot of the condition's result, or -1
-	jump int32 // opCond: the instruction to run when the condition fails
-	op   uint8
-}
-
-const (
-	opCond = iota
-	opTrue
-	opFalse
-)
-
-type rulePCs struct{ count, mitigate int32 } // -1: not native
-
-// appendProgram lays p out at the end of prog.
-func appendProgram(prog []instr, p *predicate) []instr {
-	for _, alt := range p.alts {
-		start := len(prog)
-		for _, st := range alt {
-			prog = append(prog, instr{c: st.c, slot: int32(st.slot), op: opCond})
-		}
-		prog = append(prog, instr{op: opTrue})
-		for i := start; i < len(prog)-1; i++ {
-			prog[i].jump = int32(len(prog))
-		}
-	}
-	return append(prog, instr{op: opFalse})
-}
-
-// run evaluates the predicate of s.prog that starts at pc. A condition's
-// result is computed once per event and kept in st.res when it has a slot.
-func (s *Set) run(pc int32, e *characteristics.Event, st *state) bool {
-	prog, res := s.prog, st.res
-	for {
-		in := &prog[pc]
-		switch in.op {
-		case opTrue:
-			return true
-		case opFalse:
-			return false
-		}
-		var r bool
-		if uint(in.slot) < uint(len(res)) {
-			switch res[in.slot] {
-			case resFalse:
-			case resTrue:
-				r = true
-			default:
-				r = in.c(e, st)
-				res[in.slot] = resFalse
-				if r {
-					res[in.slot] = resTrue
-				}
-			}
-		} else {
-			r = in.c(e, st)
-		}
-		if r {
-			pc++
-		} else {
-			pc = in.jump
-		}
-	}
+	p.end(b)
 }
 
 // fallback evaluates a prepared query with a deadline. An error or a timeout

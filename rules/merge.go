@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -61,7 +62,10 @@ func mergeAlts(alts [][]step, sigs [][]condSig) [][]step {
 				done[i] = true
 			}
 			alt := append([]step(nil), alts[g[0]]...)
-			alt[pos] = step{mergedCond(first.op, first.o, consts), -1}
+			// Named by its operand, not by how the rule wrote it (a
+			// variable's name means nothing outside its body).
+			name := fmt.Sprintf("merged:%s(%s, %q)", first.op, operandName(first.o), consts)
+			alt[pos] = step{mergedCond(first.op, first.o, consts), slotFor(name), alts[g[0]][pos].src}
 			out = append(out, alt)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -29,44 +28,29 @@ type predicate struct {
 	text string // the residual, for messages
 }
 
-// step is one condition of a conjunction and the slot its result is cached
-// in per event, or -1. The library repeats conditions across rules (GET or
-// HEAD, not a verified crawler, not an asset, the login paths, the protocol
-// versions, the TLS client), so each is computed once per event, however
-// many rules and alternatives ask, and read back from state.res.
+// step is one condition of a conjunction. slot names the condition across
+// rules (the library repeats conditions: GET or HEAD, not a verified
+// crawler, not an asset, the login paths, the protocol versions, the TLS
+// client), or is -1, so that a Set computes each at most once per event (a
+// bit of its plan, see eval.go). src is the one event field the condition
+// is a function of, when its results are remembered across events.
 type step struct {
 	c    cond
 	slot int
+	src  origin
 }
 
 // cond is one native condition. An undefined operand makes it false, as an
 // undefined expression makes a Rego body fail; negation is applied on top.
 type cond func(e *characteristics.Event, st *state) bool
 
+// eval evaluates a support rule's predicate (for `not helper`). Its own
+// conditions are not cached: the condition that calls it is, once per event.
 func (p *predicate) eval(e *characteristics.Event, st *state) bool {
-	res := st.res
 	for _, alt := range p.alts {
 		ok := true
 		for i := range alt {
-			s := &alt[i]
-			var r bool
-			if uint(s.slot) < uint(len(res)) {
-				switch res[s.slot] {
-				case resFalse:
-					r = false
-				case resTrue:
-					r = true
-				default:
-					r = s.c(e, st)
-					res[s.slot] = resFalse
-					if r {
-						res[s.slot] = resTrue
-					}
-				}
-			} else {
-				r = s.c(e, st)
-			}
-			if !r {
+			if !alt[i].c(e, st) {
 				ok = false
 				break
 			}
@@ -77,13 +61,6 @@ func (p *predicate) eval(e *characteristics.Event, st *state) bool {
 	}
 	return false
 }
-
-// Values of state.res.
-const (
-	resUnknown = iota
-	resFalse
-	resTrue
-)
 
 // state is per-goroutine scratch space: the values of formatted and
 // case-folded operands, computed once per event and shared by every rule
@@ -102,8 +79,9 @@ type state struct {
 	memoNext int
 
 	masks   []signature.Mask           // results of guardd built-ins per slot
-	res     []uint8                    // results of conditions per slot this event (resUnknown...)
 	sigMemo *[sigMemoSize]sigMemoEntry // signature scans across events, by hash
+
+	bits bitState // the results of a Set's conditions this event, and their memo
 }
 
 type memoEntry struct {
@@ -135,11 +113,6 @@ func (st *state) memoPut(m *multiContains, v string, res bool) {
 
 // next invalidates every cached value.
 func (st *state) next() {
-	if n := int(nslots.Load()); len(st.res) < n {
-		st.res = make([]uint8, n+n/2)
-	} else {
-		clear(st.res)
-	}
 	st.gen++
 	if st.gen == 0 {
 		clear(st.gens)
@@ -156,16 +129,14 @@ func (st *state) grow(slot int) {
 	st.masks = append(st.masks, make([]signature.Mask, n-len(st.masks))...)
 }
 
-// slots numbers the cached operands of every set, by canonical name, so that
-// sets loaded apart (and merged) agree on them. It grows with the distinct
-// operands of the rules ever loaded, which are configuration.
+// slots numbers the cached operands and the conditions of every set, by
+// canonical name, so that sets loaded apart (and merged) agree on them. It
+// grows with the distinct operands of the rules ever loaded, which are
+// configuration.
 var slots = struct {
 	sync.Mutex
 	m map[string]int
 }{m: map[string]int{}}
-
-// nslots is len(slots.m), read without the lock on every event.
-var nslots atomic.Int32
 
 func slotFor(key string) int {
 	slots.Lock()
@@ -174,7 +145,6 @@ func slotFor(key string) int {
 	if !ok {
 		s = len(slots.m)
 		slots.m[key] = s
-		nslots.Store(int32(len(slots.m)))
 	}
 	return s
 }
@@ -406,7 +376,7 @@ func (tr *translator) body(body ast.Body) ([]step, []condSig, error) {
 			if memoizable(e) {
 				slot = slotFor("cond:" + e.String())
 			}
-			es = append(es, entry{step{c, slot}, sig, tr.cost(e)})
+			es = append(es, entry{step{c, slot, tr.operandsOrigin()}, sig, tr.cost(e)})
 		}
 	}
 	// Conditions are pure functions of the event, so their order does not
@@ -418,6 +388,22 @@ func (tr *translator) body(body ast.Body) ([]step, []condSig, error) {
 		out[i], sigs[i] = e.c, e.sig
 	}
 	return out, sigs, nil
+}
+
+// source returns the one event field that every operand of the expression
+// just translated derives from, or srcNone: its condition is then a pure
+// function of that field's value.
+func (tr *translator) operandsOrigin() origin {
+	src := srcNone
+	for i, u := range tr.used {
+		s := sourceOf(u.o.c)
+		if i == 0 {
+			src = s
+		} else if s != src {
+			return srcNone
+		}
+	}
+	return src
 }
 
 // cost estimates the work of a compiled expression, to order a conjunction.
@@ -715,9 +701,10 @@ func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
 	case characteristics.KindAddr, characteristics.KindPrefix:
 		o.slot = slotFor(c.String())
 	default:
-		// Derived values (normalised fields, arguments) are cached per
-		// event: reading one again costs a slot check, not a lookup.
-		if strings.HasPrefix(name, "http.norm.") || strings.HasPrefix(name, "http.args[") {
+		// Derived values (normalised fields, arguments, the TLS client
+		// named from the JA4) are cached per event: reading one again
+		// costs a slot check, not a lookup.
+		if strings.HasPrefix(name, "http.norm.") || strings.HasPrefix(name, "http.args[") || name == "tls.client" {
 			o.slot = slotFor(c.String())
 		}
 	}

@@ -71,11 +71,20 @@ func FuzzNativeVsOPA(f *testing.F) {
 			t.Fatal(err)
 		}
 		var mn, mo Matches
-		native.Eval(&e, &mn)
 		opa.Eval(&e, &mo)
-		for i, r := range native.Rules() {
-			if mn.Count(i) != mo.Count(i) {
-				t.Errorf("%s (native %v): native %v, OPA %v on path %q ua %q", r.File, r.Native, mn.Count(i), mo.Count(i), path, ua)
+		// Native evaluation with nothing remembered, then with the
+		// event's values remembered, after another event through the
+		// same Matches.
+		other := characteristics.Event{Path: path + "/x", UserAgent: ua + "x", Query: e.Query, Status: 404}
+		for round, ev := range []*characteristics.Event{&e, &other, &e} {
+			native.Eval(ev, &mn)
+			if ev != &e {
+				continue
+			}
+			for i, r := range native.Rules() {
+				if mn.Count(i) != mo.Count(i) {
+					t.Errorf("%s (native %v, round %d): native %v, OPA %v on path %q ua %q", r.File, r.Native, round, mn.Count(i), mo.Count(i), path, ua)
+				}
 			}
 		}
 	})

@@ -2,7 +2,9 @@ package loggen_test
 
 import (
 	"bytes"
+	"net/netip"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -74,18 +76,84 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
-	b.Run("eval+count", func(b *testing.B) {
+	b.Run("eval-hostile", func(b *testing.B) {
+		// Every event a path and a user agent never seen before: what the
+		// rules remember across events never helps.
+		hostile := uniqueEvents(events)
+		var m rules.Matches
+		i := 0
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			set.Eval(&hostile[i%len(hostile)], &m)
+			i++
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("eval+key", func(b *testing.B) { // Prepare: eval, and each match keyed and hashed
+		eng, err := engine.New(engine.Config{Rules: set})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var m engine.Matches
+		i := 0
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			m.Reset()
+			eng.Prepare(&events[i%len(events)], &m)
+			i++
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+	for _, bc := range []struct {
+		name      string
+		countOnly bool
+	}{{"eval+count", false}, {"eval+count/count-only", true}} { // count-only: as the daemon, without the matches only a replay's report reads
+		b.Run(bc.name, func(b *testing.B) {
+			eng, err := engine.New(engine.Config{Rules: set, CountOnly: bc.countOnly})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m engine.Matches
+			var trips []engine.Trip
+			i := 0
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				ev := &events[i%len(events)]
+				t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
+				m.Reset()
+				eng.Prepare(ev, &m)
+				trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
+				i++
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+	b.Run("eval+count/new-addresses", func(b *testing.B) { // hostile: no address seen twice
 		eng, err := engine.New(engine.Config{Rules: set})
 		if err != nil {
 			b.Fatal(err)
 		}
 		var m engine.Matches
 		var trips []engine.Trip
+		var one characteristics.Event
 		i := 0
 		b.ReportAllocs()
 		cpu0 := cpuTime()
 		for b.Loop() {
-			ev := &events[i%len(events)]
+			ev := &one
+			*ev = events[i%len(events)]
+			// A new address on every event, IPv4 then IPv6, and a new
+			// network every 256 (the enricher's /24 and /64).
+			if i&1 == 0 {
+				ev.IP = netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+				ev.Prefix = netip.PrefixFrom(ev.IP, 24).Masked()
+			} else {
+				ev.IP = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 4: byte(i >> 24), 5: byte(i >> 16), 6: byte(i >> 8), 15: byte(i)})
+				ev.Prefix = netip.PrefixFrom(ev.IP, 64).Masked()
+			}
 			t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
 			m.Reset()
 			eng.Prepare(ev, &m)
@@ -94,6 +162,19 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
+}
+
+// uniqueEvents returns copies of events whose paths and user agents are
+// all distinct: the original ones with a number appended.
+func uniqueEvents(events []characteristics.Event) []characteristics.Event {
+	out := make([]characteristics.Event, len(events))
+	for i := range events {
+		out[i] = events[i].Clone()
+		n := strconv.Itoa(i)
+		out[i].Path += "/" + n
+		out[i].UserAgent += " u" + n
+	}
+	return out
 }
 
 // cpuTime is the process's CPU time: on a busy machine it is what the
@@ -135,6 +216,31 @@ func TestLibraryAllocs(t *testing.T) {
 		op()
 	}
 	if n := testing.AllocsPerRun(len(events), op); n != 0 {
+		t.Errorf("%v allocs per event, want 0", n)
+	}
+}
+
+// TestLibraryHostileAllocs holds rule evaluation at zero allocations when
+// every event brings a path and a user agent never seen before.
+func TestLibraryHostileAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	events := uniqueEvents(labelledEvents(t, 200))
+	set, err := rules.Builtin(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m rules.Matches
+	i := 0
+	op := func() {
+		set.Eval(&events[i%len(events)], &m)
+		i++
+	}
+	for range 1000 { // the memo's tables, the events' normalisation buffers
+		op()
+	}
+	if n := testing.AllocsPerRun(len(events)-1000, op); n != 0 {
 		t.Errorf("%v allocs per event, want 0", n)
 	}
 }

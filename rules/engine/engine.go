@@ -29,6 +29,13 @@ type Config struct {
 	Rules *rules.Set
 	// MaxKeys caps each rule's counter table; 0 means counting's default.
 	MaxKeys int
+	// CountOnly makes Prepare leave out the matches of rules whose
+	// mitigation expression alone matched, which Apply skips: for a caller
+	// that never reads them (only a replay's report judges requests by
+	// them; the daemon's decision API evaluates mitigation expressions
+	// itself). Most rules' mitigation expressions match most requests, so
+	// it is most of the matches.
+	CountOnly bool
 }
 
 // Trip is a rule over its limit for one key, on one event. The engine keeps
@@ -71,6 +78,8 @@ type Engine struct {
 	plan   []rulePlan
 
 	onCount func(Counted) // see SetOnCount
+
+	countOnly bool // see Config.CountOnly
 }
 
 // rulePlan is how Prepare keys one rule.
@@ -117,7 +126,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: no rule set")
 	}
 	rs := cfg.Rules.Rules()
-	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs))}
+	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs)), countOnly: cfg.CountOnly}
 	for i, r := range rs {
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
 		if err != nil {
@@ -273,7 +282,7 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 			continue // a throttle rule: counted and decided per request by the decision API
 		}
 		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
-		if !cnt && !mit {
+		if !cnt && (!mit || e.countOnly) {
 			continue
 		}
 		g := &m.groups[p.group]
@@ -295,7 +304,7 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 				value = v.hash
 			} else {
 				cnt = false
-				if !mit {
+				if !mit || e.countOnly {
 					continue
 				}
 			}
@@ -368,7 +377,8 @@ func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) {
 // only calls in event order give reproducible counts.
 func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []Trip {
 	now := t.UnixNano()
-	for _, it := range items {
+	for i := range items {
+		it := &items[i] // not a copy: most matches are skipped on one field
 		if !it.Count || it.N == 0 {
 			continue
 		}

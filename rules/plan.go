@@ -1,0 +1,402 @@
+package rules
+
+import (
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/guardd/guardd/characteristics"
+)
+
+// plan is how a Set evaluates its native predicates. Every distinct
+// condition of the set is one bit; an alternative of a predicate (an AND of
+// conditions) is the mask of the bits it needs and its conditions in cost
+// order. Per event, bitState.known says which conditions are computed and
+// bitState.val which of those held: an alternative one of whose conditions
+// is known to fail is rejected by a mask test, and the others compute only
+// what is still unknown, each condition at most once per event however many
+// rules ask.
+//
+// The conditions that are pure functions of one origin field (the path, the
+// query, the user agent, the referer, the status) take contiguous bits of
+// one word, a group: their known and held bits are remembered per value of
+// the field across events (in bitState's tables, tagged with the plan's id
+// so that another Set, a reload, never reads them), and the status group is
+// tabulated for every status when the plan is built. With them is
+// remembered the set of alternatives their failed conditions rule out
+// (dead), so that an event visits only the alternatives still alive once
+// its fields' values are looked up: on real traffic a handful of the
+// library's.
+type plan struct {
+	id     uint64 // unique per plan, never 0
+	conds  []cond // by bit; those from maxBits on are not cached
+	groups []planGroup
+	rules  []rulePlan
+	rw     int // words of a Matches' bits
+	// Rules whose count or mitigate predicate is always true, whose
+	// mitigate is their count, and those OPA evaluates.
+	countTrue, mitTrue, mitCount []uint64
+	opa                          []int
+	alts                         []planAlt // in predicate order
+	bits                         []int32   // the conditions of each alternative in evaluation order
+	valid                        altVec    // the alternatives that exist, of the first maxAlts
+
+	// deadBy gives, for each bit of a group, the alternatives that need it.
+	deadBy [maxBits]altVec
+	// status and statusDead tabulate the status group: its held bits, and
+	// the alternatives its failed conditions rule out, by status.
+	status     []uint64
+	statusDead []altVec
+}
+
+// maxBits bounds the conditions of a plan that have a bit; the others (a
+// library of more than 256 distinct conditions) are evaluated each time an
+// alternative reaches them.
+const maxBits = 64 * words
+
+const words = 4
+
+type bitVec [words]uint64
+
+// maxAlts bounds the alternatives a plan rules out by bit sets; the others
+// are each tried on every event.
+const maxAlts = 64 * altWords
+
+const altWords = 2
+
+type altVec [altWords]uint64
+
+// planAlt is one alternative of predicate pred: the bits it needs, and its
+// conditions in evaluation order, bits[from:to].
+type planAlt struct {
+	mask     bitVec
+	from, to int32
+	pred     int32
+}
+
+type planGroup struct {
+	src   origin
+	word  int
+	shift uint
+	mask  uint64 // the group's bits, before the shift
+}
+
+// rulePlan gives the predicates of a rule: a predicate number, or predOPA
+// (evaluated by OPA), or predTrue (always true, as `mitigate := true`), or
+// predNone (no mitigate expression: the count's result).
+type rulePlan struct{ count, mitigate int32 }
+
+const (
+	predOPA  = -1
+	predTrue = -2
+	predNone = -3
+)
+
+// planIDs numbers plans; memo entries carry the number of the plan whose
+// bits they hold.
+var planIDs atomic.Uint64
+
+// maxGroup is the most conditions of one origin a group holds; more are
+// evaluated per event.
+const maxGroup = 64
+
+func newPlan(evals []*ruleEval) *plan {
+	p := &plan{id: planIDs.Add(1)}
+	type condInfo struct {
+		c   cond
+		src origin
+		bit int32
+	}
+	var infos []condInfo
+	bySlot := map[int]int{}
+	index := func(st step) int {
+		if st.slot >= 0 {
+			if i, ok := bySlot[st.slot]; ok {
+				return i
+			}
+			bySlot[st.slot] = len(infos)
+		}
+		infos = append(infos, condInfo{c: st.c, src: st.src})
+		return len(infos) - 1
+	}
+	// The predicates as lists of condition indexes, before bits exist. The
+	// count predicate of rule i is predicate i and its mitigate predicate
+	// is rw*64+i, so that the words of predicate results are those of
+	// Matches.
+	n := len(evals)
+	p.rw = (n + 63) >> 6
+	preds := make([][][]int, 2*p.rw*64)
+	p.countTrue = make([]uint64, p.rw)
+	p.mitTrue = make([]uint64, p.rw)
+	p.mitCount = make([]uint64, p.rw)
+	addPred := func(pi int, pr *predicate) int32 {
+		if pr == nil {
+			return predOPA
+		}
+		if len(pr.alts) == 1 && len(pr.alts[0]) == 0 {
+			return predTrue
+		}
+		var alts [][]int
+		for _, alt := range pr.alts {
+			idx := make([]int, len(alt))
+			for i, st := range alt {
+				idx[i] = index(st)
+			}
+			alts = append(alts, idx)
+		}
+		preds[pi] = alts
+		return int32(pi)
+	}
+	for i, re := range evals {
+		rp := rulePlan{count: addPred(i, re.count), mitigate: predNone}
+		if re.mitigateQ != nil {
+			rp.mitigate = addPred(p.rw*64+i, re.mitigate)
+		}
+		w, m := i>>6, uint64(1)<<(i&63)
+		switch {
+		case rp.count == predTrue:
+			p.countTrue[w] |= m
+		case rp.count == predOPA:
+			p.opa = append(p.opa, i)
+		}
+		switch rp.mitigate {
+		case predTrue:
+			p.mitTrue[w] |= m
+		case predNone:
+			p.mitCount[w] |= m
+		case predOPA:
+			if rp.count != predOPA {
+				p.opa = append(p.opa, i)
+			}
+		}
+		p.rules = append(p.rules, rp)
+	}
+
+	// Bits: the groups first, each within one word, then the rest.
+	var bit int32
+	var size [nOrigins]int
+	for i := range infos {
+		src := infos[i].src
+		if src == srcNone {
+			continue
+		}
+		if size[src] == maxGroup {
+			infos[i].src = srcNone
+			continue
+		}
+		size[src]++
+	}
+	for src := srcNone + 1; src < nOrigins; src++ {
+		n := size[src]
+		if n == 0 {
+			continue
+		}
+		if int(bit%64)+n > 64 {
+			bit = (bit + 63) &^ 63
+		}
+		if int(bit)+n > maxBits {
+			for i := range infos {
+				if infos[i].src == src {
+					infos[i].src = srcNone
+				}
+			}
+			continue
+		}
+		g := planGroup{src: src, word: int(bit / 64), shift: uint(bit % 64), mask: ^uint64(0) >> (64 - n)}
+		for i := range infos {
+			if infos[i].src == src {
+				infos[i].bit = bit
+				bit++
+			}
+		}
+		p.groups = append(p.groups, g)
+	}
+	groupBits := bit
+	for i := range infos {
+		if infos[i].src == srcNone {
+			infos[i].bit = bit
+			bit++
+		}
+	}
+	p.conds = make([]cond, bit)
+	for _, in := range infos {
+		p.conds[in.bit] = in.c
+	}
+
+	for pi, alts := range preds {
+		for _, idx := range alts {
+			a := planAlt{from: int32(len(p.bits)), pred: int32(pi)}
+			for _, i := range idx {
+				b := infos[i].bit
+				if b < maxBits {
+					a.mask[b/64] |= 1 << (b % 64)
+				}
+				if b < groupBits && len(p.alts) < maxAlts {
+					p.deadBy[b].set(len(p.alts))
+				}
+				p.bits = append(p.bits, b)
+			}
+			a.to = int32(len(p.bits))
+			if len(p.alts) < maxAlts {
+				p.valid.set(len(p.alts))
+			}
+			p.alts = append(p.alts, a)
+		}
+	}
+
+	for _, g := range p.groups {
+		if g.src != srcStatus {
+			continue
+		}
+		// A status condition reads the status alone: tabulate each.
+		p.status = make([]uint64, statusMax)
+		p.statusDead = make([]altVec, statusMax)
+		var st state
+		for v := range statusMax {
+			e := characteristics.Event{Status: v}
+			st.next()
+			for j := range uint(64) {
+				b := g.word*64 + int(g.shift+j)
+				if g.mask&(1<<j) == 0 {
+					continue
+				}
+				if p.conds[b](&e, &st) {
+					p.status[v] |= 1 << j
+				} else {
+					p.statusDead[v].or(&p.deadBy[b])
+				}
+			}
+		}
+	}
+	return p
+}
+
+func (v *altVec) set(i int)      { v[i>>6] |= 1 << (i & 63) }
+func (v *altVec) or(w *altVec)   { v[0] |= w[0]; v[1] |= w[1] }
+func (v *altVec) has(i int) bool { return v[i>>6]&(1<<(i&63)) != 0 }
+func (p *plan) alive(b *bitState) altVec {
+	var v altVec
+	for i := range v {
+		v[i] = p.valid[i] &^ b.dead[i]
+	}
+	return v
+}
+
+// begin starts an event: no condition known but those its origin fields'
+// values remember, and no alternative ruled out but by those.
+func (p *plan) begin(e *characteristics.Event, b *bitState) {
+	b.known, b.val, b.dead = bitVec{}, bitVec{}, altVec{}
+	if n := 2 * p.rw; len(b.preds) < n {
+		b.preds = make([]uint64, n)
+	} else {
+		clear(b.preds)
+	}
+	for i := range p.groups {
+		g := &p.groups[i]
+		if b.noMemo {
+			b.ents[g.src] = nil
+			continue
+		}
+		if g.src == srcStatus {
+			if uint(e.Status) < statusMax {
+				b.known[g.word] |= g.mask << g.shift
+				b.val[g.word] |= p.status[e.Status] << g.shift
+				b.dead.or(&p.statusDead[e.Status])
+			}
+			continue
+		}
+		ent := b.lookup(g.src, g.src.value(e), p.id)
+		b.ents[g.src] = ent
+		b.known[g.word] |= ent.known << g.shift
+		b.val[g.word] |= ent.val << g.shift
+		b.dead.or(&ent.dead)
+	}
+}
+
+// run evaluates every native predicate: the alternatives still alive, in
+// order, each until its predicate holds.
+func (p *plan) run(e *characteristics.Event, st *state) {
+	b := &st.bits
+	alive := p.alive(b)
+	for w, v := range alive {
+		for v != 0 {
+			p.try(w<<6|bits.TrailingZeros64(v), e, st)
+			v &= v - 1
+		}
+	}
+	for a := maxAlts; a < len(p.alts); a++ {
+		p.try(a, e, st)
+	}
+}
+
+// try evaluates alternative a unless its predicate already holds.
+func (p *plan) try(a int, e *characteristics.Event, st *state) {
+	alt := &p.alts[a]
+	b := &st.bits
+	pw, pm := alt.pred>>6, uint64(1)<<(alt.pred&63)
+	if b.preds[pw]&pm != 0 {
+		return
+	}
+	k, v := &b.known, &b.val
+	if alt.mask[0]&k[0]&^v[0]|alt.mask[1]&k[1]&^v[1]|alt.mask[2]&k[2]&^v[2]|alt.mask[3]&k[3]&^v[3] != 0 {
+		return // a condition it needs is known to fail
+	}
+	for _, c := range p.bits[alt.from:alt.to] {
+		if c >= maxBits {
+			if !p.conds[c](e, st) {
+				return
+			}
+			continue
+		}
+		i, m := c>>6&(words-1), uint64(1)<<(c&63)
+		if k[i]&m != 0 {
+			continue // known to hold: the mask test passed
+		}
+		k[i] |= m
+		if !p.conds[c](e, st) {
+			return
+		}
+		v[i] |= m
+	}
+	b.preds[pw] |= pm
+}
+
+// holds reports the result of predicate pi after run.
+func (b *bitState) holds(pi int32) bool {
+	return pi == predTrue || pi >= 0 && b.preds[pi>>6]&(1<<(pi&63)) != 0
+}
+
+// results stores the rules' results in count and mitigate, all but those
+// OPA evaluates.
+func (p *plan) results(b *bitState, count, mitigate []uint64) {
+	for w := range p.rw {
+		c := b.preds[w] | p.countTrue[w]
+		count[w] = c
+		mitigate[w] = b.preds[p.rw+w] | p.mitTrue[w] | c&p.mitCount[w]
+	}
+}
+
+// end remembers what the event computed of each group, and the
+// alternatives that rules out.
+func (p *plan) end(b *bitState) {
+	for i := range p.groups {
+		g := &p.groups[i]
+		if g.src == srcStatus {
+			continue
+		}
+		ent := b.ents[g.src]
+		if ent == nil {
+			continue
+		}
+		known := b.known[g.word] >> g.shift & g.mask
+		if known == ent.known {
+			continue
+		}
+		ent.known = known
+		ent.val = b.val[g.word] >> g.shift & g.mask
+		ent.dead = altVec{}
+		base := g.word*64 + int(g.shift)
+		for f := known &^ ent.val; f != 0; f &= f - 1 {
+			ent.dead.or(&p.deadBy[base+bits.TrailingZeros64(f)])
+		}
+	}
+}
