@@ -629,7 +629,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	}
 	sh := c.shardOf(key)
 	sh.mu.Lock()
-	ks := c.ledgerLocked(sh, key, rnow)
+	ks, slot := c.ledgerLocked(sh, key, rnow)
 	ks.used = rnow
 	ks.demand += n
 	c.ageLocked(ks, rnow)
@@ -704,6 +704,9 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	}
 	if !ks.inLease() {
 		sh.queueLocked(key, ks)
+		if slot >= 0 {
+			sh.keys[slot].due = 0
+		}
 	}
 	sh.mu.Unlock()
 	if kick {
@@ -762,19 +765,19 @@ func (c *Counter) stale(at, now int64) bool {
 // ledgerLocked returns key's ledger, made if new. In a full shard, keys
 // idle for two periods go first; if none is, the new key gets the shard's
 // spare ledger, which is not kept (the key is judged as new each time).
-func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) *keyState {
+func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, int) {
 	if i := sh.lookupLocked(key); i >= 0 {
-		sh.keys[i].due = 0
-		return &sh.ls[i]
+		return &sh.ls[i], i
 	}
 	if sh.n >= c.perShard {
 		c.sweepLocked(sh, now)
 		if sh.n >= c.perShard {
 			sh.spare = keyState{queued: true} // listed nowhere
-			return &sh.spare
+			return &sh.spare, -1
 		}
 	}
-	return &sh.ls[sh.insertLocked(key, c.maxSlots)]
+	i := sh.insertLocked(key, c.maxSlots)
+	return &sh.ls[i], i
 }
 
 func (c *Counter) sweepLocked(sh *cshard, now int64) {
