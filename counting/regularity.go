@@ -236,8 +236,9 @@ func (r *Regularity) Peek(key uint64, now int64) (t Timing, ok bool) {
 // the coefficient of variation (standard deviation over mean) of
 // intervals, made robust for judging a sleep loop:
 //
-//   - The shortest and the longest eighth are left out (trimmed), so that
-//     one slow answer, one retry or one pause does not hide a loop.
+//   - The shortest and the longest sixteenth are left out (trimmed), so that
+//     a slow answer, a retry or a pause (two of each in 32) does not hide
+//     a loop.
 //   - When every interval is a whole number of seconds (logs with
 //     one-second timestamps, such as nginx's $time_local), the variance of
 //     that rounding, 1 s²/12, is taken off (Sheppard's correction): a loop
@@ -263,7 +264,7 @@ func IntervalCV(intervals []uint32) (mean, cv float64) {
 			break
 		}
 	}
-	trim := n / 8
+	trim := n / 16
 	v = v[trim : n-trim]
 	sum := 0.0
 	for _, x := range v {

@@ -53,8 +53,8 @@ func TestNewRegularityRejects(t *testing.T) {
 	}
 }
 
-// refCV is IntervalCV written the plain way: sort a copy, trim an eighth
-// at each end, two-pass variance, Sheppard's correction for whole seconds.
+// refCV is IntervalCV written the plain way: sort a copy, trim a sixteenth
+// at each end (a sixteenth), two-pass variance, Sheppard's correction for whole seconds.
 func refCV(iv []uint32) (mean, cv float64) {
 	if len(iv) > RegularityIntervals {
 		iv = iv[:RegularityIntervals]
@@ -69,7 +69,7 @@ func refCV(iv []uint32) (mean, cv float64) {
 		whole = whole && x%1000 == 0
 	}
 	sort.Float64s(v)
-	k := len(v) / 8
+	k := len(v) / 16
 	v = v[k : len(v)-k]
 	for _, x := range v {
 		mean += x
