@@ -95,7 +95,8 @@ func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
 		return nil, fmt.Errorf("counting: regularity: max keys %d, shards %d: must be >= 0 (shards <= %d)", cfg.MaxKeys, cfg.Shards, 1<<16)
 	}
 	// A key is about five Table slots: the cap is a quarter of Table's,
-	// which keeps a full table near 55 MB at the default.
+	// which keeps a full table near 60 MB at the default
+	// (152 bytes a slot, half again as many slots as keys).
 	maxKeys := cfg.MaxKeys
 	if maxKeys == 0 {
 		maxKeys = DefaultMaxKeys
