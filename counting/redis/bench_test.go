@@ -66,8 +66,9 @@ func BenchmarkFlushIdle(b *testing.B) {
 	}
 }
 
-// BenchmarkFlushFull is the flush that looks at every key, once a second
-// (fullEvery intervals), with 100,000 quiet keys holding leases.
+// BenchmarkFlushFull is the flush that looks at every key that is due,
+// once a second (fullEvery intervals), with 100,000 quiet keys holding
+// leases (of an hour's limit, so that none is forgotten while it runs).
 func BenchmarkFlushFull(b *testing.B) {
 	clock := t0
 	st := newFakeStore(clock)
@@ -75,7 +76,7 @@ func BenchmarkFlushFull(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, _ := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 60, Burst: 10}})
+	c, _ := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Hour, Requests: 3600, Burst: 10}})
 	const keys = 100_000
 	now := clock.UnixNano()
 	for k := range uint64(keys) {

@@ -19,7 +19,8 @@ func checkShards(t *testing.T, c *Counter) int {
 		sh := &c.shards[si]
 		sh.mu.Lock()
 		n := 0
-		for i, k := range sh.keys {
+		for i, ks := range sh.keys {
+			k := ks.key
 			if k == 0 {
 				continue
 			}
@@ -177,5 +178,56 @@ func TestHeldLeaseAfterEmptyGrant(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(f.met.keys) - before; n != 0 {
 		t.Errorf("%v scripts for 20 events on a lease of 599", n)
+	}
+}
+
+// TestFullPassDue: the once-a-second pass looks at a quiet key only when
+// it is due: a window's lease when its window closes (and is handed back
+// then), an idle key after two periods (forgotten, a shaper's lease with
+// it), not at every pass.
+func TestFullPassDue(t *testing.T) {
+	for _, alg := range []counting.Algorithm{counting.SlidingWindow, counting.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := t0.Truncate(time.Minute)
+			st := newFakeStore(clock)
+			f, _ := newTestFleet(t, "a", st, &clock)
+			c, _ := f.Counter(Rule{Name: "due", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 100, Burst: 100}})
+			step := func(d time.Duration) {
+				clock = clock.Add(d)
+				st.mu.Lock()
+				st.now = clock.UnixMicro()
+				st.mu.Unlock()
+				f.Flush(context.Background())
+			}
+			c.Add(3, 1, clock.UnixNano())
+			step(0) // the grant
+			step(time.Second)
+			visited := func() bool {
+				sh := c.shardOf(3)
+				sh.mu.Lock()
+				defer sh.mu.Unlock()
+				i := sh.lookupLocked(3)
+				return i >= 0 && sh.ls[i].pass == c.pass
+			}
+			scripts := testutil.ToFloat64(f.met.keys)
+			for range 5 { // full passes inside the window
+				step(fullEvery * DefaultFlushInterval)
+				if visited() {
+					t.Fatal("a quiet key holding a lease in its window was looked at")
+				}
+			}
+			if n := testutil.ToFloat64(f.met.keys); n != scripts {
+				t.Errorf("%v scripts for a quiet key", n-scripts)
+			}
+			step(time.Minute) // past the window
+			if alg == counting.SlidingWindow && testutil.ToFloat64(f.met.keys) == scripts {
+				t.Error("the lease of a closed window was not handed back")
+			}
+			step(2 * time.Minute)
+			step(fullEvery * DefaultFlushInterval)
+			if n := checkShards(t, c); n != 0 {
+				t.Errorf("%d keys held after two idle periods", n)
+			}
+		})
 	}
 }

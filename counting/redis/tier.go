@@ -539,6 +539,7 @@ type Counter struct {
 	maxSlots int // slots per shard at perShard keys: two-thirds full
 	shards   [counterShards]cshard
 	pass     uint64 // collect passes; only the flush loop touches it
+	dueNodes int    // live nodes at the last full pass
 
 	decisions      [numOnError]prometheus.Counter
 	fleetDecisions prometheus.Counter
@@ -628,7 +629,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	}
 	sh := c.shardOf(key)
 	sh.mu.Lock()
-	ks := c.ledgerLocked(sh, key, rnow)
+	ks, slot := c.ledgerLocked(sh, key, rnow)
 	ks.used = rnow
 	ks.demand += n
 	c.ageLocked(ks, rnow)
@@ -703,6 +704,9 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	}
 	if !ks.inLease() {
 		sh.queueLocked(key, ks)
+		if slot >= 0 {
+			sh.keys[slot].due = 0
+		}
 	}
 	sh.mu.Unlock()
 	if kick {
@@ -761,23 +765,24 @@ func (c *Counter) stale(at, now int64) bool {
 // ledgerLocked returns key's ledger, made if new. In a full shard, keys
 // idle for two periods go first; if none is, the new key gets the shard's
 // spare ledger, which is not kept (the key is judged as new each time).
-func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) *keyState {
+func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, int) {
 	if i := sh.lookupLocked(key); i >= 0 {
-		return &sh.ls[i]
+		return &sh.ls[i], i
 	}
 	if sh.n >= c.perShard {
 		c.sweepLocked(sh, now)
 		if sh.n >= c.perShard {
 			sh.spare = keyState{queued: true} // listed nowhere
-			return &sh.spare
+			return &sh.spare, -1
 		}
 	}
-	return &sh.ls[sh.insertLocked(key, c.maxSlots)]
+	i := sh.insertLocked(key, c.maxSlots)
+	return &sh.ls[i], i
 }
 
 func (c *Counter) sweepLocked(sh *cshard, now int64) {
 	for i := 0; i < len(sh.keys); {
-		if ks := &sh.ls[i]; sh.keys[i] != 0 && ks.extra == 0 && ks.fly == 0 && ks.lease == 0 && !ks.asked && now-ks.used > 2*c.p.period {
+		if ks := &sh.ls[i]; sh.keys[i].key != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
 			sh.deleteLocked(i)
 			continue // a later slot may have moved into i
 		}
@@ -792,6 +797,12 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 	now := nowNS / 1000
 	nodes := int(c.f.nodes.Load())
 	c.pass++
+	// A full pass looks at the keys that are due; at every key when the
+	// number of nodes changed (which changes what is due).
+	all := full && nodes != c.dueNodes
+	if full {
+		c.dueNodes = nodes
+	}
 	for si := range c.shards {
 		sh := &c.shards[si]
 		sh.mu.Lock()
@@ -804,7 +815,7 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 				}
 			}
 			for i := 0; i < len(sh.keys); {
-				if sh.keys[i] == 0 || sh.ls[i].pass == c.pass {
+				if k := sh.keys[i]; k.key == 0 || (k.due > now && !all) || sh.ls[i].pass == c.pass {
 					i++
 					continue
 				}
@@ -833,7 +844,7 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 // it again (it was used, or something is in flight). It reports whether it
 // deleted the key (forgotten after two idle periods).
 func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int) (deleted bool) {
-	k, ks := sh.keys[i], &sh.ls[i]
+	k, ks := sh.keys[i].key, &sh.ls[i]
 	ks.pass = c.pass
 	if again := c.judgeLocked(b, k, ks, now, nodes); again == forget {
 		sh.deleteLocked(i)
@@ -841,7 +852,40 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int)
 	} else if again == keep {
 		sh.queueLocked(k, ks)
 	}
+	sh.keys[i].due = c.dueLocked(ks, nodes)
 	return false
+}
+
+// dueLocked is the Redis time from which a full pass must look at a key
+// again, if nothing happens to it before (an Add or a reply makes it due
+// at once): when its lease's window closes (handed back), or when it may
+// be forgotten. A key with something pending, or with a lease that may
+// have to go back to other nodes, is always due.
+func (c *Counter) dueLocked(ks *keyState, nodes int) int64 {
+	if ks.asked || ks.fly != 0 || ks.extra != 0 || ks.rel != 0 {
+		return 0
+	}
+	if ks.lease > 0 && nodes > 1 && c.p.alg != counting.SlidingLog {
+		return 0
+	}
+	due := ks.used + 2*c.p.period + 1
+	if ks.lease > 0 {
+		switch c.p.alg {
+		case counting.SlidingWindow, counting.FixedWindow:
+			due = min(due, (ks.leaseWin+1)*c.p.period)
+		case counting.SlidingLog:
+			due = min(due, ks.leaseWin+c.p.period)
+		}
+	}
+	return due
+}
+
+// idleLease reports whether a key idle for two periods may be forgotten
+// with the lease it holds: none, or a shaper's (token_bucket, gcra), which
+// Redis has refilled by then anyway. Dropping a lease can only
+// under-admit. A window's lease goes back when its window closes.
+func (c *Counter) idleLease(ks *keyState) bool {
+	return ks.lease == 0 || c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA
 }
 
 // What a flush does with a key after looking at it.
@@ -859,6 +903,9 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	}
 	c.ageLocked(ks, now)
 	active := ks.used > ks.read
+	if !active && ks.extra == 0 && ks.rel == 0 && ks.fly == 0 && c.idleLease(ks) && now-ks.used > 2*c.p.period {
+		return forget
+	}
 	if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog && nodes > 1 &&
 		c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
 		// Idle for a flush interval with less than half the
@@ -946,6 +993,7 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 	}
 	ks := &sh.ls[i]
 	ks.asked = false
+	sh.keys[i].due = 0
 	sh.queueLocked(r.key, ks)
 	ks.fly -= r.delta
 	if math.Abs(ks.fly) < 1e-9 {
