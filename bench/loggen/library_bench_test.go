@@ -2,6 +2,7 @@ package loggen_test
 
 import (
 	"bytes"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -105,18 +106,54 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
-	b.Run("eval+count", func(b *testing.B) {
+	for _, bc := range []struct {
+		name      string
+		countOnly bool
+	}{{"eval+count", false}, {"eval+count/count-only", true}} { // count-only: as the daemon, without the matches only a replay's report reads
+		b.Run(bc.name, func(b *testing.B) {
+			eng, err := engine.New(engine.Config{Rules: set, CountOnly: bc.countOnly})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m engine.Matches
+			var trips []engine.Trip
+			i := 0
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				ev := &events[i%len(events)]
+				t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
+				m.Reset()
+				eng.Prepare(ev, &m)
+				trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
+				i++
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+	b.Run("eval+count/new-addresses", func(b *testing.B) { // hostile: no address seen twice
 		eng, err := engine.New(engine.Config{Rules: set})
 		if err != nil {
 			b.Fatal(err)
 		}
 		var m engine.Matches
 		var trips []engine.Trip
+		var one characteristics.Event
 		i := 0
 		b.ReportAllocs()
 		cpu0 := cpuTime()
 		for b.Loop() {
-			ev := &events[i%len(events)]
+			ev := &one
+			*ev = events[i%len(events)]
+			// A new address on every event, IPv4 then IPv6, and a new
+			// network every 256 (the enricher's /24 and /64).
+			if i&1 == 0 {
+				ev.IP = netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+				ev.Prefix = netip.PrefixFrom(ev.IP, 24).Masked()
+			} else {
+				ev.IP = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 4: byte(i >> 24), 5: byte(i >> 16), 6: byte(i >> 8), 15: byte(i)})
+				ev.Prefix = netip.PrefixFrom(ev.IP, 64).Masked()
+			}
 			t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
 			m.Reset()
 			eng.Prepare(ev, &m)

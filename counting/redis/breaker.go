@@ -2,6 +2,7 @@ package redis
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,7 +28,8 @@ func (s BreakerState) String() string {
 	return "other"
 }
 
-// Breaker is a circuit breaker on one Redis endpoint: Threshold
+// Breaker is a circuit breaker on one Redis endpoint (the server, the
+// Sentinel master, or one Cluster master): Threshold
 // consecutive failures open it; after Cooldown, one probe is let through
 // (half-open); the probe's success closes it, its failure opens it again.
 // Time is passed in. Safe for concurrent use.
@@ -36,6 +38,7 @@ type Breaker struct {
 	cooldown  time.Duration
 
 	mu       sync.Mutex
+	cur      atomic.Uint32 // state, readable without mu (peek)
 	state    BreakerState
 	fails    int
 	openedAt time.Time
@@ -96,7 +99,12 @@ func (b *Breaker) State() BreakerState {
 	return b.state
 }
 
+// peek returns the state without the lock: for onChange callbacks, which
+// run under it.
+func (b *Breaker) peek() BreakerState { return BreakerState(b.cur.Load()) }
+
 func (b *Breaker) setLocked(s BreakerState) {
 	b.state = s
+	b.cur.Store(uint32(s))
 	b.onChange(s)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,6 +181,122 @@ func (c *Conn) Close() {
 		c.client.Close()
 		c.client = nil
 	}
+}
+
+// Topology returns the endpoints the counters' keys live on (Router): the
+// masters by address in a Cluster, read with CLUSTER SLOTS from the first
+// node that answers; one endpoint otherwise (the server, or the Sentinel
+// master set, which the client follows through failovers).
+func (c *Conn) Topology(ctx context.Context) ([]string, []uint16, error) {
+	if c.opt.Mode != Cluster {
+		return []string{c.endpointName()}, nil, nil
+	}
+	// Only once connected (by the flushes): a background refresh must
+	// not connect a Conn that was closed meanwhile.
+	c.mu.Lock()
+	cl := c.client
+	c.mu.Unlock()
+	if cl == nil {
+		return nil, nil, ErrNotConnected
+	}
+	nodes := cl.Nodes()
+	addrs := slices.Sorted(maps.Keys(nodes))
+	var first error
+	for _, a := range addrs {
+		tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		names, slots, err := clusterSlots(tctx, nodes[a])
+		cancel()
+		if err == nil {
+			return names, slots, nil
+		}
+		if first == nil {
+			first = fmt.Errorf("counting/redis: cluster slots from %s: %w", a, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if first == nil {
+		first = fmt.Errorf("counting/redis: cluster slots: no node known")
+	}
+	return nil, nil, first
+}
+
+func (c *Conn) endpointName() string {
+	if c.opt.Mode == Sentinel {
+		return "sentinel/" + c.opt.MasterName
+	}
+	return c.opt.Addresses[0]
+}
+
+// clusterSlots asks one node for CLUSTER SLOTS: each range's first
+// address is its master. Slots no master serves go to the first master
+// (their commands fail, and count against its breaker).
+func clusterSlots(ctx context.Context, n rueidis.Client) ([]string, []uint16, error) {
+	ranges, err := n.Do(ctx, n.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return nil, nil, err
+	}
+	type span struct {
+		lo, hi int64
+		addr   string
+	}
+	var spans []span
+	for _, r := range ranges {
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			return nil, nil, fmt.Errorf("cluster slots: malformed range")
+		}
+		lo, err1 := f[0].AsInt64()
+		hi, err2 := f[1].AsInt64()
+		m, err3 := f[2].ToArray()
+		if err1 != nil || err2 != nil || err3 != nil || len(m) < 2 || lo < 0 || hi >= Slots || lo > hi {
+			return nil, nil, fmt.Errorf("cluster slots: malformed range")
+		}
+		host, _ := m[0].ToString()
+		port, err := m[1].AsInt64()
+		if err != nil {
+			return nil, nil, fmt.Errorf("cluster slots: malformed port")
+		}
+		spans = append(spans, span{lo, hi, net.JoinHostPort(host, strconv.FormatInt(port, 10))})
+	}
+	if len(spans) == 0 {
+		return nil, nil, fmt.Errorf("cluster slots: no slot assigned")
+	}
+	var names []string
+	for _, s := range spans {
+		if !slices.Contains(names, s.addr) {
+			names = append(names, s.addr)
+		}
+	}
+	slices.Sort(names)
+	slots := make([]uint16, Slots)
+	for _, s := range spans {
+		i := uint16(slices.Index(names, s.addr))
+		for k := s.lo; k <= s.hi; k++ {
+			slots[k] = i
+		}
+	}
+	return names, slots, nil
+}
+
+// Ping checks that endpoint name (from Topology) answers.
+func (c *Conn) Ping(ctx context.Context, name string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	if c.opt.Mode == Cluster {
+		n, ok := cl.Nodes()[name]
+		if !ok {
+			return fmt.Errorf("counting/redis: ping %s: not a known cluster node", name)
+		}
+		cl = n
+	}
+	if err := cl.Do(ctx, cl.B().Ping().Build()).Error(); err != nil {
+		return fmt.Errorf("counting/redis: ping %s: %w", name, err)
+	}
+	return nil
 }
 
 // Op is one node's report for one key of one rule (see scripts.go).

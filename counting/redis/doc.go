@@ -21,10 +21,16 @@
 //     and reset. TTLs are set once per window (PEXPIREAT NX on a new key,
 //     GT when a window rolls), never by a GET-then-SET. Nothing is read from
 //     a replica.
-//   - Calls go through a circuit breaker with a deadline per pipeline
-//     (Deadline, 20 ms): Threshold consecutive failures open it; after
-//     Cooldown a heartbeat probes (half-open) and closes it. While it is
-//     open each rule answers by its OnError: Open allows, Closed refuses,
+//   - Calls go through a circuit breaker per endpoint (the server, the
+//     Sentinel master, or each Cluster master: a key's endpoint is the
+//     master of its hash slot, from CLUSTER SLOTS) with a deadline per
+//     pipeline (Deadline, 20 ms). Each endpoint's ops are sent
+//     concurrently, under their own deadline, so a dead master neither
+//     fails nor delays the others' flushes. Threshold consecutive failures
+//     open an endpoint's breaker; after Cooldown a probe (its next
+//     pipeline, the heartbeat, or a PING) goes through (half-open) and
+//     closes it. While it is open each rule answers, for the keys on that
+//     endpoint only, by its OnError: Open allows, Closed refuses,
 //     Local (the default) judges this node's own counts, scaled by the
 //     number of live nodes, against the budget. Deltas that could not be
 //     sent stay pending; on recovery those whose window is still open are
@@ -47,8 +53,9 @@
 //   - A delta that timed out may have been applied by Redis all the same;
 //     it is sent again, so an unreliable link over-counts (errs towards
 //     limiting), never under-counts.
-//   - One breaker covers the whole deployment (a Cluster with one master
-//     down degrades every rule, not only that master's keys).
+//   - A Cluster with one master down degrades only that master's keys if
+//     the cluster keeps serving the other slots (cluster-require-full-coverage
+//     no); with the default, every master refuses and every breaker opens.
 //   - The sliding log is exact per flush, not per event: a flush adds one
 //     log entry carrying its whole delta, at Redis time.
 //   - An event flushed just after its window closed counts in the next
