@@ -68,6 +68,9 @@ type Engine struct {
 
 	// distinct[i] is rule i's counter when the rule counts distinct values.
 	distinct []DistinctCounter
+	// regular[i] is rule i's timing gate (regularity: metadata); nil
+	// when no rule has one (regularity.go).
+	regular []*counting.Regularity
 
 	// How Prepare keys each rule, numbered once here so that nothing is
 	// compared per event: chars are the characteristics that keys and
@@ -134,6 +137,9 @@ func New(cfg Config) (*Engine, error) {
 		}
 		if r.Action == mitigation.ActionThrottle {
 			continue // no counter here: the decision API counts it (Prepare skips it)
+		}
+		if err := e.newRegular(i, r, cfg.MaxKeys); err != nil {
+			return nil, err
 		}
 		if len(r.Windows) > 1 || r.Distinct != nil {
 			ws := make([]counting.Window, len(r.Windows))
@@ -388,6 +394,9 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []
 		} else {
 			res = e.counters[it.Rule].Add(it.Key, it.N, now)
 		}
+		if e.regular != nil {
+			e.timing(it, now, &res)
+		}
 		if e.onCount != nil {
 			e.onCount(Counted{Rule: int(it.Rule), Key: it.Key, Values: keys[it.KeyOff : it.KeyOff+it.KeyLen], Time: t, Result: res})
 		}
@@ -409,6 +418,7 @@ func (e *Engine) Expire(t time.Time) {
 			s.Sweep(t.UnixNano())
 		}
 	}
+	e.regularKeys(t.UnixNano())
 }
 
 // Keys returns how many keys the rules' counters track, and how many they
@@ -423,7 +433,8 @@ func (e *Engine) Keys() (keys int, evictions uint64) {
 			evictions += t.Evictions()
 		}
 	}
-	return keys, evictions
+	k, ev := e.regularKeys(0)
+	return keys + k, evictions + ev
 }
 
 // scope turns key bytes back into the rule's characteristic values.
