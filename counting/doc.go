@@ -42,6 +42,10 @@
 //   - Windows applies several limits (5 minutes and 1 hour, say) to the same
 //     keys, one Table or Distinct per limit; an event that exceeds any of
 //     them is Exceeded.
+//   - Regularity keeps, per key, a ring of the last 32 intervals between
+//     events (RegularitySlotBytes, 152 bytes) and judges, when asked, whether
+//     they are machine-regular: a trimmed coefficient of variation, corrected
+//     for one-second timestamps (IntervalCV). A rule's regularity: gate.
 //
 // With Add, the window algorithms count every event, including those over
 // the limit: a client that keeps sending stays limited, as a detector should

@@ -47,7 +47,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "regularity", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -65,6 +65,9 @@ type Rule struct {
 	// characteristic per key (distinct paths per address) rather than
 	// requests; requests_per_period is then a number of distinct values.
 	Distinct *characteristics.Characteristic
+	// Regularity, when set, lets the rule trip only on a key whose counted
+	// events arrive at machine-regular intervals (regularity.go).
+	Regularity *Regularity
 	// Windows are the rule's limits: Period and Requests first, then those
 	// of the windows: key. The rule trips when a key goes over any of them.
 	Windows []Window
@@ -420,6 +423,7 @@ func parseRule(errs *errorList, src *source) *Rule {
 	r.OnStoreError = meta.choice(custom, "on_store_error", "local", OnStoreErrors)
 	r.Score = meta.score(custom)
 	r.Distinct = meta.distinct(custom, r)
+	r.Regularity = meta.regularity(custom, r)
 	mitigateLine := 0
 	for _, rule := range m.Rules {
 		switch rule.Head.Name.String() {

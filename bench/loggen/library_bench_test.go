@@ -106,26 +106,31 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
-	b.Run("eval+count", func(b *testing.B) {
-		eng, err := engine.New(engine.Config{Rules: set})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var m engine.Matches
-		var trips []engine.Trip
-		i := 0
-		b.ReportAllocs()
-		cpu0 := cpuTime()
-		for b.Loop() {
-			ev := &events[i%len(events)]
-			t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
-			m.Reset()
-			eng.Prepare(ev, &m)
-			trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
-			i++
-		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-	})
+	for _, bc := range []struct {
+		name      string
+		countOnly bool
+	}{{"eval+count", false}, {"eval+count/count-only", true}} { // count-only: as the daemon, without the matches only a replay's report reads
+		b.Run(bc.name, func(b *testing.B) {
+			eng, err := engine.New(engine.Config{Rules: set, CountOnly: bc.countOnly})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m engine.Matches
+			var trips []engine.Trip
+			i := 0
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				ev := &events[i%len(events)]
+				t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
+				m.Reset()
+				eng.Prepare(ev, &m)
+				trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
+				i++
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
 	b.Run("eval+count/new-addresses", func(b *testing.B) { // hostile: no address seen twice
 		eng, err := engine.New(engine.Config{Rules: set})
 		if err != nil {

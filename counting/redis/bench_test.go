@@ -65,3 +65,27 @@ func BenchmarkFlushIdle(b *testing.B) {
 		f.Flush(b.Context())
 	}
 }
+
+// BenchmarkFlushFull is the flush that looks at every key that is due,
+// once a second (fullEvery intervals), with 100,000 quiet keys holding
+// leases (of an hour's limit, so that none is forgotten while it runs).
+func BenchmarkFlushFull(b *testing.B) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, err := New(Config{Node: "a", Now: func() time.Time { return clock }}, st, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Hour, Requests: 3600, Burst: 10}})
+	const keys = 100_000
+	now := clock.UnixNano()
+	for k := range uint64(keys) {
+		c.Add(k*0x9e3779b97f4a7c15, 1, now)
+	}
+	f.Flush(b.Context()) // grants
+	b.ReportAllocs()
+	for b.Loop() {
+		clock = clock.Add(fullEvery * DefaultFlushInterval)
+		f.Flush(b.Context())
+	}
+}

@@ -172,9 +172,7 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 	}
 	c := &Counter{f: f, rule: r, p: p, prefix: "guardd:{" + r.Name + ":"}
 	c.perShard = max(f.cfg.MaxKeys/counterShards, 1)
-	for i := range c.shards {
-		c.shards[i].m = make(map[uint64]*keyState)
-	}
+	c.maxSlots = c.perShard*3/2 + 1
 	for m := range numOnError {
 		c.decisions[m] = f.met.decisions.WithLabelValues(m.String())
 	}
@@ -519,8 +517,8 @@ type batch struct {
 
 type ref struct {
 	c      *Counter
-	key    uint64
-	ks     *keyState
+	key    uint64 // as stored (never 0)
+	gen    uint32 // the slot's generation: a key made again is another ledger
 	delta  float64
 	at     int64
 	rel    float64
@@ -528,8 +526,6 @@ type ref struct {
 	// unknown: the op missed its deadline, Redis may have applied it
 	unknown bool
 }
-
-const counterShards = 64
 
 // Counter is one rule's fleet-wide counter. Add answers from this node's
 // view, without a network round trip: the global state last read back,
@@ -539,38 +535,21 @@ type Counter struct {
 	rule     Rule
 	p        params
 	prefix   string
-	perShard int
+	perShard int // keys per shard at most
+	maxSlots int // slots per shard at perShard keys: two-thirds full
 	shards   [counterShards]cshard
 	pass     uint64 // collect passes; only the flush loop touches it
+	dueNodes int    // live nodes at the last full pass
 
 	decisions      [numOnError]prometheus.Counter
 	fleetDecisions prometheus.Counter
 	leaseDecisions prometheus.Counter
 }
 
-type cshard struct {
-	mu sync.Mutex
-	m  map[uint64]*keyState
-	// dirty are the keys the next flush looks at: used since the last
-	// one, or with something pending. The others (quiet keys holding a
-	// lease) are looked at by a full pass every fullEvery intervals, so a
-	// flush costs the keys in use, not every key the node holds.
-	dirty []uint64
-	_     [24]byte
-}
-
 // fullEvery: a flush looks at every key (idle leases to hand back once
 // others have used up the key's headroom, leases of closed windows, keys to
 // forget) once every fullEvery flush intervals, however often kicks flush.
 const fullEvery = 20
-
-// queueLocked puts key on the next flush's list, once.
-func (sh *cshard) queueLocked(key uint64, ks *keyState) {
-	if !ks.queued {
-		ks.queued = true
-		sh.dirty = append(sh.dirty, key)
-	}
-}
 
 // keyState is one key's ledger on this node.
 type keyState struct {
@@ -588,12 +567,21 @@ type keyState struct {
 	rel      float64 // lease to hand back (its window rolled, or the key idled)
 	relWin   int64
 	asked    bool    // a grant is in flight
-	grant    float64 // the last grant (0: none yet, or the budget was spent)
+	grant    float64 // the last grant that gave something (0: none yet)
 	demand   float64 // event weight asked for since the last flush
 	used     int64   // Redis time (µs) of the last Add
 	read     int64   // used, as of the last flush
 	queued   bool    // on its shard's dirty list
+	gen      uint32  // tells this ledger from one made later for the same key
 	pass     uint64  // the last collect pass that looked at it
+}
+
+// inLease reports whether a key needs no command: it is still well inside
+// its lease, and asks again when the lease is half spent (or at once,
+// through a kick, when it is gone). Add lists such a key for no flush, and
+// a flush leaves it alone: the next Add that spends the lease lists it.
+func (ks *keyState) inLease() bool {
+	return ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 && !ks.asked
 }
 
 // Rule returns the rule the counter was made for.
@@ -636,21 +624,14 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		}
 	}
 	rnow := (now + f.off.Load()) / 1000
-	sh := &c.shards[mix(key)&(counterShards-1)]
-	sh.mu.Lock()
-	ks := sh.m[key]
-	if ks == nil {
-		if len(sh.m) >= c.perShard {
-			c.sweepLocked(sh, rnow)
-		}
-		ks = &keyState{}
-		if len(sh.m) < c.perShard {
-			sh.m[key] = ks
-		}
+	if key == 0 {
+		key = zeroKey
 	}
+	sh := c.shardOf(key)
+	sh.mu.Lock()
+	ks, slot := c.ledgerLocked(sh, key, rnow)
 	ks.used = rnow
 	ks.demand += n
-	sh.queueLocked(key, ks)
 	c.ageLocked(ks, rnow)
 	var st State
 	if ks.have {
@@ -721,6 +702,12 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// otherwise make every request a flush.
 		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded)
 	}
+	if !ks.inLease() {
+		sh.queueLocked(key, ks)
+		if slot >= 0 {
+			sh.keys[slot].due = 0
+		}
+	}
 	sh.mu.Unlock()
 	if kick {
 		select {
@@ -775,11 +762,31 @@ func (c *Counter) stale(at, now int64) bool {
 	return now-at >= c.p.period
 }
 
-func (c *Counter) sweepLocked(sh *cshard, now int64) {
-	for k, ks := range sh.m {
-		if ks.extra == 0 && ks.fly == 0 && ks.lease == 0 && !ks.asked && now-ks.used > 2*c.p.period {
-			delete(sh.m, k)
+// ledgerLocked returns key's ledger, made if new. In a full shard, keys
+// idle for two periods go first; if none is, the new key gets the shard's
+// spare ledger, which is not kept (the key is judged as new each time).
+func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, int) {
+	if i := sh.lookupLocked(key); i >= 0 {
+		return &sh.ls[i], i
+	}
+	if sh.n >= c.perShard {
+		c.sweepLocked(sh, now)
+		if sh.n >= c.perShard {
+			sh.spare = keyState{queued: true} // listed nowhere
+			return &sh.spare, -1
 		}
+	}
+	i := sh.insertLocked(key, c.maxSlots)
+	return &sh.ls[i], i
+}
+
+func (c *Counter) sweepLocked(sh *cshard, now int64) {
+	for i := 0; i < len(sh.keys); {
+		if ks := &sh.ls[i]; sh.keys[i].key != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
+			sh.deleteLocked(i)
+			continue // a later slot may have moved into i
+		}
+		i++
 	}
 }
 
@@ -790,50 +797,115 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 	now := nowNS / 1000
 	nodes := int(c.f.nodes.Load())
 	c.pass++
-	for i := range c.shards {
-		sh := &c.shards[i]
+	// A full pass looks at the keys that are due; at every key when the
+	// number of nodes changed (which changes what is due).
+	all := full && nodes != c.dueNodes
+	if full {
+		c.dueNodes = nodes
+	}
+	for si := range c.shards {
+		sh := &c.shards[si]
 		sh.mu.Lock()
 		list := sh.dirty
-		for _, k := range list {
-			if ks := sh.m[k]; ks != nil {
-				ks.queued = false
-			}
-		}
 		sh.dirty = list[:0]
-		visit := func(k uint64, ks *keyState) {
-			if ks.pass == c.pass {
-				return // listed twice (deleted and made again)
-			}
-			ks.pass = c.pass
-			if c.visitLocked(b, sh, k, ks, now, nodes) {
-				sh.queueLocked(k, ks)
-			}
-		}
 		if full {
-			for k, ks := range sh.m {
-				visit(k, ks)
+			for _, k := range list {
+				if i := sh.lookupLocked(k); i >= 0 {
+					sh.ls[i].queued = false
+				}
+			}
+			for i := 0; i < len(sh.keys); {
+				if k := sh.keys[i]; k.key == 0 || (k.due > now && !all) || sh.ls[i].pass == c.pass {
+					i++
+					continue
+				}
+				if !c.visitLocked(b, sh, i, now, nodes) {
+					i++
+				} // else deleted: a later slot may have moved into i
 			}
 		} else {
 			// sh.dirty reuses list's array: appends never overtake the
 			// reading, as each key read appends at most itself.
 			for _, k := range list {
-				if ks := sh.m[k]; ks != nil {
-					visit(k, ks)
+				i := sh.lookupLocked(k)
+				if i < 0 || sh.ls[i].pass == c.pass {
+					continue // gone, or listed twice (deleted and made again)
 				}
+				sh.ls[i].queued = false
+				c.visitLocked(b, sh, i, now, nodes)
 			}
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// visitLocked is collect for one key; it reports whether the next flush
-// must look at the key again (it was used, or something is in flight).
-func (c *Counter) visitLocked(b *batch, sh *cshard, k uint64, ks *keyState, now int64, nodes int) bool {
+// visitLocked is collect for the key in slot i: it adds the key's op, if
+// it needs one, and lists the key for the next flush if that must look at
+// it again (it was used, or something is in flight). It reports whether it
+// deleted the key (forgotten after two idle periods).
+func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int) (deleted bool) {
+	k, ks := sh.keys[i].key, &sh.ls[i]
+	ks.pass = c.pass
+	if again := c.judgeLocked(b, k, ks, now, nodes); again == forget {
+		sh.deleteLocked(i)
+		return true
+	} else if again == keep {
+		sh.queueLocked(k, ks)
+	}
+	sh.keys[i].due = c.dueLocked(ks, nodes)
+	return false
+}
+
+// dueLocked is the Redis time from which a full pass must look at a key
+// again, if nothing happens to it before (an Add or a reply makes it due
+// at once): when its lease's window closes (handed back), or when it may
+// be forgotten. A key with something pending, or with a lease that may
+// have to go back to other nodes, is always due.
+func (c *Counter) dueLocked(ks *keyState, nodes int) int64 {
+	if ks.asked || ks.fly != 0 || ks.extra != 0 || ks.rel != 0 {
+		return 0
+	}
+	if ks.lease > 0 && nodes > 1 && c.p.alg != counting.SlidingLog {
+		return 0
+	}
+	due := ks.used + 2*c.p.period + 1
+	if ks.lease > 0 {
+		switch c.p.alg {
+		case counting.SlidingWindow, counting.FixedWindow:
+			due = min(due, (ks.leaseWin+1)*c.p.period)
+		case counting.SlidingLog:
+			due = min(due, ks.leaseWin+c.p.period)
+		}
+	}
+	return due
+}
+
+// idleLease reports whether a key idle for two periods may be forgotten
+// with the lease it holds: none, or a shaper's (token_bucket, gcra), which
+// Redis has refilled by then anyway. Dropping a lease can only
+// under-admit. A window's lease goes back when its window closes.
+func (c *Counter) idleLease(ks *keyState) bool {
+	return ks.lease == 0 || c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA
+}
+
+// What a flush does with a key after looking at it.
+type after uint8
+
+const (
+	leave  after = iota // its next Add lists it again
+	keep                // the next flush looks at it again
+	forget              // idle for two periods, nothing held: delete it
+)
+
+func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes int) after {
 	if ks.asked {
-		return true // an earlier op for this key failed mid-way; settle clears it
+		return keep // an earlier op for this key failed mid-way; settle clears it
 	}
 	c.ageLocked(ks, now)
 	active := ks.used > ks.read
+	if !active && ks.extra == 0 && ks.rel == 0 && ks.fly == 0 && c.idleLease(ks) && now-ks.used > 2*c.p.period {
+		return forget
+	}
 	if !active && ks.lease > 0 && c.p.alg != counting.SlidingLog && nodes > 1 &&
 		c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
 		// Idle for a flush interval with less than half the
@@ -847,18 +919,17 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, k uint64, ks *keyState, now 
 		}
 		ks.lease = 0
 	}
-	// A key still well inside its lease needs no command: it asks
-	// again when the lease is half spent (or at once, through a
-	// kick, when it is gone).
-	if active && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && ks.lease >= ks.grant/2 {
-		return false // its next Add lists it again
+	if ks.inLease() {
+		return leave
 	}
 	if !active && ks.extra == 0 && ks.rel == 0 {
 		if ks.fly == 0 && ks.lease == 0 && now-ks.used > 2*c.p.period {
-			delete(sh.m, k)
-			return false
+			return forget
 		}
-		return ks.fly > 0
+		if ks.fly > 0 {
+			return keep
+		}
+		return leave
 	}
 	// Ask for twice this flush interval's demand: enough to last
 	// until the next flush at the same rate. Once less than half
@@ -885,7 +956,7 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, k uint64, ks *keyState, now 
 		// asks once it shows headroom.
 		ks.demand = 0
 		ks.read = ks.used
-		return false
+		return leave
 	}
 	ks.demand = 0
 	b.ops = append(b.ops, Op{
@@ -893,12 +964,12 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, k uint64, ks *keyState, now 
 		Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
 		Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
 	})
-	b.refs = append(b.refs, ref{c: c, key: k, ks: ks, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
+	b.refs = append(b.refs, ref{c: c, key: k, gen: ks.gen, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
 	ks.fly += ks.extra
 	ks.extra, ks.rel = 0, 0
 	ks.asked = active
 	ks.read = ks.used
-	return true
+	return keep
 }
 
 func (c *Counter) redisKey(k uint64) string {
@@ -913,14 +984,17 @@ func (c *Counter) redisKey(k uint64) string {
 // lease granted, or on failure the counts go back to pending, to be sent
 // after recovery if their window is still open.
 func (c *Counter) settle(r ref, s State, ok bool) {
-	sh := &c.shards[mix(r.key)&(counterShards-1)]
+	sh := c.shardOf(r.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	ks := r.ks
-	ks.asked = false
-	if sh.m[r.key] == ks {
-		sh.queueLocked(r.key, ks)
+	i := sh.lookupLocked(r.key)
+	if i < 0 || sh.ls[i].gen != r.gen {
+		return // forgotten meanwhile (swept from a full shard): nothing to settle
 	}
+	ks := &sh.ls[i]
+	ks.asked = false
+	sh.keys[i].due = 0
+	sh.queueLocked(r.key, ks)
 	ks.fly -= r.delta
 	if math.Abs(ks.fly) < 1e-9 {
 		ks.fly = 0
@@ -941,8 +1015,13 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 				ks.leaseWin = win
 			}
 			ks.lease += s.Grant
+			ks.grant = s.Grant
 		}
-		ks.grant = s.Grant
+		// A reply that grants nothing leaves the last grant as the
+		// measure of the lease: a key still holding most of it (a second
+		// event counted while its first grant was on the way, then sent
+		// with a held lease and refused more) stays quiet until it is
+		// half spent, rather than sending a script with every use.
 		return
 	}
 	if r.delta > 0 {

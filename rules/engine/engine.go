@@ -29,6 +29,13 @@ type Config struct {
 	Rules *rules.Set
 	// MaxKeys caps each rule's counter table; 0 means counting's default.
 	MaxKeys int
+	// CountOnly makes Prepare leave out the matches of rules whose
+	// mitigation expression alone matched, which Apply skips: for a caller
+	// that never reads them (only a replay's report judges requests by
+	// them; the daemon's decision API evaluates mitigation expressions
+	// itself). Most rules' mitigation expressions match most requests, so
+	// it is most of the matches.
+	CountOnly bool
 }
 
 // Trip is a rule over its limit for one key, on one event. The engine keeps
@@ -61,6 +68,9 @@ type Engine struct {
 
 	// distinct[i] is rule i's counter when the rule counts distinct values.
 	distinct []DistinctCounter
+	// regular[i] is rule i's timing gate (regularity: metadata); nil
+	// when no rule has one (regularity.go).
+	regular []*counting.Regularity
 
 	// How Prepare keys each rule, numbered once here so that nothing is
 	// compared per event: chars are the characteristics that keys and
@@ -71,6 +81,8 @@ type Engine struct {
 	plan   []rulePlan
 
 	onCount func(Counted) // see SetOnCount
+
+	countOnly bool // see Config.CountOnly
 }
 
 // rulePlan is how Prepare keys one rule.
@@ -117,7 +129,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: no rule set")
 	}
 	rs := cfg.Rules.Rules()
-	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs))}
+	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs)), countOnly: cfg.CountOnly}
 	for i, r := range rs {
 		alg, err := counting.ParseAlgorithm(r.Algorithm)
 		if err != nil {
@@ -125,6 +137,9 @@ func New(cfg Config) (*Engine, error) {
 		}
 		if r.Action == mitigation.ActionThrottle {
 			continue // no counter here: the decision API counts it (Prepare skips it)
+		}
+		if err := e.newRegular(i, r, cfg.MaxKeys); err != nil {
+			return nil, err
 		}
 		if len(r.Windows) > 1 || r.Distinct != nil {
 			ws := make([]counting.Window, len(r.Windows))
@@ -273,7 +288,7 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 			continue // a throttle rule: counted and decided per request by the decision API
 		}
 		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
-		if !cnt && !mit {
+		if !cnt && (!mit || e.countOnly) {
 			continue
 		}
 		g := &m.groups[p.group]
@@ -295,7 +310,7 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 				value = v.hash
 			} else {
 				cnt = false
-				if !mit {
+				if !mit || e.countOnly {
 					continue
 				}
 			}
@@ -379,6 +394,9 @@ func (e *Engine) Apply(t time.Time, items []Match, keys []byte, trips []Trip) []
 		} else {
 			res = e.counters[it.Rule].Add(it.Key, it.N, now)
 		}
+		if e.regular != nil {
+			e.timing(it, now, &res)
+		}
 		if e.onCount != nil {
 			e.onCount(Counted{Rule: int(it.Rule), Key: it.Key, Values: keys[it.KeyOff : it.KeyOff+it.KeyLen], Time: t, Result: res})
 		}
@@ -400,6 +418,7 @@ func (e *Engine) Expire(t time.Time) {
 			s.Sweep(t.UnixNano())
 		}
 	}
+	e.regularKeys(t.UnixNano())
 }
 
 // Keys returns how many keys the rules' counters track, and how many they
@@ -414,7 +433,8 @@ func (e *Engine) Keys() (keys int, evictions uint64) {
 			evictions += t.Evictions()
 		}
 	}
-	return keys, evictions
+	k, ev := e.regularKeys(0)
+	return keys + k, evictions + ev
 }
 
 // scope turns key bytes back into the rule's characteristic values.

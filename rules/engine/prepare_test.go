@@ -129,8 +129,13 @@ func TestPrepareMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An engine that leaves out what Apply skips.
+	counted, err := engine.New(engine.Config{Rules: set, CountOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var m engine.Matches
-	total := 0
+	total, countedTotal := 0, 0
 	for i := range events {
 		ev := &events[i]
 		e, set := e, set
@@ -151,6 +156,33 @@ func TestPrepareMatchesReference(t *testing.T) {
 			}
 		}
 		total += len(want)
+		if e != counted && i%5 != 4 {
+			m.Reset()
+			counted.Prepare(ev, &m)
+			j := 0
+			for k, w := range want {
+				if !w.Count {
+					continue
+				}
+				if j >= len(m.Items) {
+					t.Fatalf("event %d: CountOnly left out the counted match %+v", i, w)
+				}
+				it := m.Items[j]
+				got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
+				it.KeyOff, it.KeyLen = 0, 0
+				if it != w || !bytes.Equal(got, keys[k]) {
+					t.Fatalf("event %d, CountOnly: match %+v key %q, want %+v key %q", i, it, got, w, keys[k])
+				}
+				j++
+			}
+			if j != len(m.Items) {
+				t.Fatalf("event %d: CountOnly made %d matches, want %d", i, len(m.Items), j)
+			}
+			countedTotal += j
+		}
+	}
+	if countedTotal == 0 {
+		t.Fatal("CountOnly was tested on no counted match")
 	}
 	if total < len(events) {
 		t.Fatalf("only %d matches over %d events: the test proves little", total, len(events))

@@ -1,0 +1,397 @@
+package counting
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Regularity keeps, per key, the intervals between the key's last events,
+// and judges whether they are machine-regular: a script that sleeps two
+// seconds between requests sends them at near-constant intervals, people
+// browse in bursts. Each key holds a ring of its last RegularityIntervals
+// intervals (milliseconds), so its memory is fixed (RegularitySlotBytes);
+// nothing is computed per event but the ring's write, and the statistic
+// only when the caller asks for a judgement. It is safe for concurrent use:
+// keys are spread over shards as in Table.
+//
+// Time is the caller's (unix nanoseconds). An event older than the key's
+// newest is ignored (counted by Late): a sleep loop sends in order, and an
+// interval cannot be negative. Two events at the same time make an interval
+// of 0, which is evidence of a burst, not of regularity. A pause longer
+// than Gap starts the key's intervals over, and a key idle for longer than
+// Gap is forgotten (Sweep, or when a full shard needs room).
+type Regularity struct {
+	gap       int64
+	minEvents int
+	maxCV     float64
+	shift     uint // 64 - log2(len(shards))
+	cap       int  // keys per shard
+	maxSlot   int  // slots per shard at cap
+	shards    []rshard
+}
+
+// RegularityIntervals is the number of intervals a key keeps: the
+// statistic is over the last RegularityIntervals+1 events at most.
+const RegularityIntervals = 32
+
+// RegularitySlotBytes is the memory of one key, before the table's load
+// factor (TestRegularitySlotSize checks it): its hash, the time of its
+// newest event, the ring's position and fill, and the ring.
+const RegularitySlotBytes = 8 + 8 + 8 + 4*RegularityIntervals
+
+// rslot is one key's ring. The key is in rshard.keys at the same index, as
+// in Distinct.
+type rslot struct {
+	last int64 // time of the key's newest event
+	head uint8 // where the next interval goes
+	n    uint8 // intervals held, up to RegularityIntervals
+	_    [6]byte
+	iv   [RegularityIntervals]uint32 // milliseconds, saturated at MaxUint32
+}
+
+type rshard struct {
+	mu        sync.Mutex
+	keys      []uint64 // 0 = empty
+	slots     []rslot
+	n         int
+	rng       uint64
+	evictions uint64
+	late      uint64
+	_         [64]byte
+}
+
+// RegularityConfig configures a Regularity table. Gap, MinEvents and MaxCV
+// are required; MaxKeys and Shards default as in Config.
+type RegularityConfig struct {
+	// Gap is the longest pause inside a run of events: a longer one starts
+	// the key's intervals over.
+	Gap time.Duration
+	// MinEvents is how many events (MinEvents-1 intervals) a key needs
+	// before it can be judged regular: 3 to RegularityIntervals+1.
+	MinEvents int
+	// MaxCV is the highest coefficient of variation (standard deviation
+	// over mean) of the intervals judged regular, in (0, 1].
+	MaxCV   float64
+	MaxKeys int
+	Shards  int
+}
+
+// NewRegularity validates cfg and returns an empty table.
+func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
+	if cfg.Gap <= 0 || cfg.Gap > MaxPeriod {
+		return nil, fmt.Errorf("counting: regularity: gap %v: must be > 0 and <= %v", cfg.Gap, MaxPeriod)
+	}
+	if cfg.MinEvents < 3 || cfg.MinEvents > RegularityIntervals+1 {
+		return nil, fmt.Errorf("counting: regularity: min events %d: must be 3 to %d", cfg.MinEvents, RegularityIntervals+1)
+	}
+	if !(cfg.MaxCV > 0 && cfg.MaxCV <= 1) {
+		return nil, fmt.Errorf("counting: regularity: max cv %v: must be > 0 and <= 1", cfg.MaxCV)
+	}
+	if cfg.MaxKeys < 0 || cfg.Shards < 0 || cfg.Shards > 1<<16 {
+		return nil, fmt.Errorf("counting: regularity: max keys %d, shards %d: must be >= 0 (shards <= %d)", cfg.MaxKeys, cfg.Shards, 1<<16)
+	}
+	// A key is about five Table slots: the cap is a quarter of Table's,
+	// which keeps a full table near 55 MB at the default.
+	maxKeys := cfg.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	maxKeys = max(maxKeys/4, 1)
+	n := cfg.Shards
+	if n == 0 {
+		n = DefaultShards
+		for n > 1 && maxKeys/n < 64 {
+			n /= 2
+		}
+	}
+	n = 1 << bits.Len(uint(n-1))
+	for n > maxKeys {
+		n /= 2
+	}
+	r := &Regularity{gap: int64(cfg.Gap), minEvents: cfg.MinEvents, maxCV: cfg.MaxCV,
+		shift: uint(64 - bits.TrailingZeros(uint(n))), cap: maxKeys / n, shards: make([]rshard, n)}
+	if n == 1 {
+		r.shift = 64
+	}
+	r.maxSlot = r.cap*3/2 + 1
+	for i := range r.shards {
+		r.shards[i].rng = uint64(i)*zeroKey + 1
+	}
+	return r, nil
+}
+
+func (r *Regularity) shardFor(key uint64) *rshard { return &r.shards[mix(key)>>r.shift] }
+
+func (r *Regularity) home(key uint64, n int) int {
+	hi, _ := bits.Mul64(mix(key)<<(64-r.shift), uint64(n))
+	return int(hi)
+}
+
+func (r *Regularity) findLocked(s *rshard, key uint64) (int, bool) {
+	n := len(s.keys)
+	i := r.home(key, n)
+	for {
+		k := s.keys[i]
+		if k == key {
+			return i, true
+		}
+		if k == 0 {
+			return i, false
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+}
+
+// Add records an event of key at now (unix nanoseconds). With judge set it
+// also reports whether the key's intervals, this one included, are
+// machine-regular: at least MinEvents events in the run and a coefficient
+// of variation at most MaxCV (see Timing.Regular). It allocates nothing
+// once the key's shard has grown to hold it.
+func (r *Regularity) Add(key uint64, now int64, judge bool) (regular bool) {
+	if key == 0 {
+		key = zeroKey
+	}
+	s := r.shardFor(key)
+	s.mu.Lock()
+	if s.keys == nil {
+		n := min(minSlots, r.maxSlot)
+		s.keys, s.slots = make([]uint64, n), make([]rslot, n)
+	}
+	i, found := r.findLocked(s, key)
+	if !found {
+		if s.n >= r.cap {
+			r.evictLocked(s, now)
+			i, _ = r.findLocked(s, key)
+		} else if (s.n+1)*5 > len(s.keys)*4 && len(s.keys) < r.maxSlot {
+			r.growLocked(s)
+			i, _ = r.findLocked(s, key)
+		}
+		s.keys[i] = key
+		s.slots[i] = rslot{last: now}
+		s.n++
+	} else {
+		sl := &s.slots[i]
+		switch d := now - sl.last; {
+		case d < 0:
+			s.late++
+		case d > r.gap:
+			*sl = rslot{last: now}
+		default:
+			sl.iv[sl.head] = uint32(min(d/int64(time.Millisecond), math.MaxUint32))
+			sl.head = (sl.head + 1) % RegularityIntervals
+			sl.n = min(sl.n+1, RegularityIntervals)
+			sl.last = now
+		}
+	}
+	if judge {
+		regular = r.regularLocked(&s.slots[i])
+	}
+	s.mu.Unlock()
+	return regular
+}
+
+func (r *Regularity) regularLocked(sl *rslot) bool {
+	if int(sl.n)+1 < r.minEvents {
+		return false
+	}
+	_, cv := IntervalCV(sl.iv[:sl.n])
+	return cv <= r.maxCV
+}
+
+// Timing is what a key's intervals look like.
+type Timing struct {
+	Events int           // events in the key's run, counted up to RegularityIntervals+1
+	Mean   time.Duration // mean interval, trimmed as IntervalCV trims
+	CV     float64       // coefficient of variation, as IntervalCV computes it
+}
+
+// Peek returns key's timing at now without recording anything; ok is false
+// for a key not tracked, or idle for longer than Gap.
+func (r *Regularity) Peek(key uint64, now int64) (t Timing, ok bool) {
+	if key == 0 {
+		key = zeroKey
+	}
+	s := r.shardFor(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		return Timing{}, false
+	}
+	i, found := r.findLocked(s, key)
+	if !found || now-s.slots[i].last > r.gap {
+		return Timing{}, false
+	}
+	sl := &s.slots[i]
+	mean, cv := IntervalCV(sl.iv[:sl.n])
+	return Timing{Events: int(sl.n) + 1, Mean: time.Duration(mean * float64(time.Millisecond)), CV: cv}, true
+}
+
+// IntervalCV returns the mean (in the intervals' unit, milliseconds) and
+// the coefficient of variation (standard deviation over mean) of
+// intervals, made robust for judging a sleep loop:
+//
+//   - The shortest and the longest eighth are left out (trimmed), so that
+//     one slow answer, one retry or one pause does not hide a loop.
+//   - When every interval is a whole number of seconds (logs with
+//     one-second timestamps, such as nginx's $time_local), the variance of
+//     that rounding, 1 s²/12, is taken off (Sheppard's correction): a loop
+//     of 2.5 s logged to the second alternates 2 s and 3 s intervals, a
+//     spread that is the clock's, not the client's.
+//
+// With fewer than two intervals, or a mean of 0 (every event at one
+// instant), the CV is +Inf: nothing regular can be said. intervals is not
+// changed; up to RegularityIntervals of them are read, the first ones.
+// It allocates nothing.
+func IntervalCV(intervals []uint32) (mean, cv float64) {
+	var buf [RegularityIntervals]uint32
+	n := copy(buf[:], intervals)
+	if n < 2 {
+		return 0, math.Inf(1)
+	}
+	v := buf[:n]
+	slices.Sort(v)
+	whole := true
+	for _, x := range v {
+		if x%1000 != 0 {
+			whole = false
+			break
+		}
+	}
+	trim := n / 8
+	v = v[trim : n-trim]
+	sum := 0.0
+	for _, x := range v {
+		sum += float64(x)
+	}
+	mean = sum / float64(len(v))
+	if mean == 0 {
+		return 0, math.Inf(1)
+	}
+	ss := 0.0
+	for _, x := range v {
+		d := float64(x) - mean
+		ss += d * d
+	}
+	variance := ss / float64(len(v))
+	if whole {
+		variance = max(variance-1000*1000/12.0, 0)
+	}
+	return mean, math.Sqrt(variance) / mean
+}
+
+func (r *Regularity) growLocked(s *rshard) {
+	n := min(max(len(s.keys)*3/2, minSlots), r.maxSlot)
+	oldKeys, old := s.keys, s.slots
+	s.keys, s.slots = make([]uint64, n), make([]rslot, n)
+	for i, k := range oldKeys {
+		if k == 0 {
+			continue
+		}
+		j := r.home(k, n)
+		for s.keys[j] != 0 {
+			if j++; j == n {
+				j = 0
+			}
+		}
+		s.keys[j], s.slots[j] = k, old[i]
+	}
+}
+
+// deleteLocked empties slot i with backward-shift deletion, as Table does.
+func (r *Regularity) deleteLocked(s *rshard, i int) {
+	n := len(s.keys)
+	j := i
+	for {
+		if j++; j == n {
+			j = 0
+		}
+		k := s.keys[j]
+		if k == 0 {
+			break
+		}
+		if !homeIn(r.home(k, n), i, j) {
+			s.keys[i], s.slots[i] = k, s.slots[j]
+			i = j
+		}
+	}
+	s.keys[i] = 0
+	s.n--
+}
+
+// evictLocked removes from a full shard an idle key, or the sampled key
+// with the fewest intervals (the oldest among equals): a flood of keys
+// seen once evicts itself and leaves the long runs, the ones worth judging.
+func (r *Regularity) evictLocked(s *rshard, now int64) {
+	n := len(s.keys)
+	i := sampleStart(&s.rng, n)
+	victim := -1
+	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
+		if s.keys[i] != 0 {
+			sl := &s.slots[i]
+			seen++
+			if now-sl.last > r.gap {
+				victim = i
+				break
+			}
+			if v := &s.slots[max(victim, 0)]; victim < 0 || sl.n < v.n || (sl.n == v.n && sl.last < v.last) {
+				victim = i
+			}
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	if victim >= 0 {
+		r.deleteLocked(s, victim)
+		s.evictions++
+	}
+}
+
+// Sweep drops the keys idle for longer than Gap at now and returns how many
+// it dropped.
+func (r *Regularity) Sweep(now int64) int {
+	dropped := 0
+	for si := range r.shards {
+		s := &r.shards[si]
+		s.mu.Lock()
+		for i := 0; i < len(s.keys); {
+			if s.keys[i] != 0 && now-s.slots[i].last > r.gap {
+				r.deleteLocked(s, i)
+				dropped++
+				continue
+			}
+			i++
+		}
+		s.mu.Unlock()
+	}
+	return dropped
+}
+
+// Len returns the number of keys tracked.
+func (r *Regularity) Len() int { return int(r.sum(func(s *rshard) uint64 { return uint64(s.n) })) }
+
+// Evictions returns how many keys were dropped to stay under MaxKeys.
+func (r *Regularity) Evictions() uint64 {
+	return r.sum(func(s *rshard) uint64 { return s.evictions })
+}
+
+// Late returns how many events were ignored for being older than their
+// key's newest.
+func (r *Regularity) Late() uint64 { return r.sum(func(s *rshard) uint64 { return s.late }) }
+
+func (r *Regularity) sum(f func(*rshard) uint64) uint64 {
+	var n uint64
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		n += f(s)
+		s.mu.Unlock()
+	}
+	return n
+}
