@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"unsafe"
@@ -91,7 +92,7 @@ var memoSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 // shortMix keys the index of a short value, so that no one can aim values
 // at one slot of the table (a collision there only evicts).
-var shortMix = [2]uint64{rand.Uint64() | 1, rand.Uint64() | 1}
+var shortMix = [2]uint64{rand.Uint64(), rand.Uint64()}
 
 // bitsEntry remembers, for one value of an origin, which conditions of the
 // origin's group have been computed (known) and which of those held (val),
@@ -130,8 +131,10 @@ func (b *bitState) lookup(src origin, v string, id uint64) *bitsEntry {
 	var k0, k1, h uint64
 	if n <= 16 {
 		k0, k1 = shortKey(v)
-		h = (k0*shortMix[0] ^ k1*shortMix[1] ^ n) * shortMix[0]
-		h >>= 32
+		// Every bit of the value reaches the index (the high half of a
+		// product depends on all the bits of both factors).
+		hi, lo := bits.Mul64(k0^shortMix[0], k1^shortMix[1]^n)
+		h = hi ^ lo
 	} else {
 		k0 = maphash.String(memoSeeds[0], v)
 		k1 = maphash.String(memoSeeds[1], v)

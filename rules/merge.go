@@ -112,6 +112,29 @@ func containsCond(o *operand, needles []string) cond {
 			}
 		}
 	}
+	if sourceOf(o.c) != srcNone {
+		// A plan remembers the results per value of this field.
+		if !fused {
+			return func(e *characteristics.Event, st *state) bool {
+				v, ok := o.str(e, st)
+				return ok && m.match(v, false)
+			}
+		}
+		return func(e *characteristics.Event, st *state) bool {
+			v, ok := o.base.str(e, st)
+			if !ok {
+				return false
+			}
+			if m.match(v, true) {
+				return true
+			}
+			if isASCII(v) {
+				return false
+			}
+			lv, _ := o.str(e, st)
+			return m.match(lv, false)
+		}
+	}
 	if !fused {
 		return func(e *characteristics.Event, st *state) bool {
 			v, ok := o.str(e, st)

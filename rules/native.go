@@ -739,6 +739,15 @@ func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
 	if err != nil {
 		return nil, condSig{}, err
 	}
+	if o.slot < 0 && o.fold == foldNone {
+		// Read directly: presence tests are most of the conditions a plan
+		// computes on every event.
+		c := o.c
+		if o.typ == tNumber {
+			return func(e *characteristics.Event, _ *state) bool { _, ok := c.Num(e); return ok }, condSig{}, nil
+		}
+		return func(e *characteristics.Event, _ *state) bool { _, ok := c.Str(e); return ok }, condSig{}, nil
+	}
 	return func(e *characteristics.Event, st *state) bool { return o.present(e, st) }, condSig{}, nil
 }
 

@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 
 	"github.com/guardd/guardd/characteristics"
@@ -224,6 +226,21 @@ func newPlan(evals []*ruleEval) *plan {
 
 	for pi, alts := range preds {
 		for _, idx := range alts {
+			// The conditions of the method, the protocol and the status go
+			// first: they have few values, so what they compute is
+			// remembered for nearly every later event and may rule the
+			// alternative out for them all, where a condition computed
+			// per event that fails before them teaches nothing. The
+			// others keep their cost order (a path never seen before
+			// is not worth scanning to learn what a cheap test decides).
+			rank := func(i int) int {
+				switch infos[i].src {
+				case srcMethod, srcProtocol, srcStatus:
+					return 0
+				}
+				return 1
+			}
+			slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(rank(x), rank(y)) })
 			a := planAlt{from: int32(len(p.bits)), pred: int32(pi)}
 			for _, i := range idx {
 				b := infos[i].bit

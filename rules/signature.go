@@ -124,7 +124,9 @@ func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, er
 		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
 	}
 	slot := slotFor(slotKey + "(" + operandName(o) + ")")
-	memo := slotKey == "guardd.signature"
+	// A field whose conditions a plan remembers per value needs no memo of
+	// its own scans.
+	memo := slotKey == "guardd.signature" && sourceOf(o.c) == srcNone
 	return func(e *characteristics.Event, st *state) bool {
 		if slot >= len(st.gens) {
 			st.grow(slot)

@@ -20,7 +20,11 @@
 // uses.
 //
 // Both file formats are line-oriented text, parsed with errors naming
-// file:line; both parsers are fuzzed. Lookups allocate nothing. What it gives
+// file:line; both parsers are fuzzed. Lookups allocate nothing. Finding the
+// crawler a user agent names scans all of it; a Memo (one per goroutine, as
+// each log pipeline worker keeps) remembers the answer for the user agents
+// seen last, in bounded memory, and stands aside when they do not repeat.
+// What it gives
 // up: the tables are only as fresh as their files; a crawler that adds a
 // range is "fake" from there until the file is updated, which is why the
 // fake-crawler rule answers with a rate limit, not a block.
