@@ -42,17 +42,16 @@ type Distinct struct {
 const DistinctRegisters = 128
 
 // DistinctSlotBytes is the memory of one key, before the table's load factor
-// (TestDistinctSlotSize checks it): its hash and its sketch.
+// (TestDistinctSlotSize checks it).
 const DistinctSlotBytes = 288
 
 const registerBits = 7 // log2(DistinctRegisters)
 
-// dslot is one key's sketch: the start of its current window, the cached
-// estimates of the current window and of the union with the previous one,
-// and the registers of both windows. The key itself is in dshard.keys at the
-// same index, so that a probe run reads a few words of one cache line rather
-// than a line per 288-byte slot.
+// dslot is one key: the start of its current window, the cached estimates
+// of the current window and of the union with the previous one, and the
+// registers of both windows.
 type dslot struct {
+	key      uint64 // 0 = empty
 	t        int64
 	cur, uni float32
 	n        [2]uint8                    // values held exactly, or dense
@@ -61,8 +60,7 @@ type dslot struct {
 
 type dshard struct {
 	mu        sync.Mutex
-	keys      []uint64 // 0 = empty
-	slots     []dslot  // the sketch of keys[i]
+	slots     []dslot
 	n         int
 	rng       uint64
 	evictions uint64
@@ -128,10 +126,10 @@ func (d *Distinct) home(key uint64, n int) int {
 }
 
 func (d *Distinct) findLocked(s *dshard, key uint64) (int, bool) {
-	n := len(s.keys)
+	n := len(s.slots)
 	i := d.home(key, n)
 	for {
-		k := s.keys[i]
+		k := s.slots[i].key
 		if k == key {
 			return i, true
 		}
@@ -165,21 +163,19 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 	}
 	s := d.shardFor(key)
 	s.mu.Lock()
-	if s.keys == nil {
-		n := min(minSlots, d.maxSlot)
-		s.keys, s.slots = make([]uint64, n), make([]dslot, n)
+	if s.slots == nil {
+		s.slots = make([]dslot, min(minSlots, d.maxSlot))
 	}
 	i, found := d.findLocked(s, key)
 	if !found {
 		if s.n >= d.cap {
 			d.evictLocked(s, now)
 			i, _ = d.findLocked(s, key)
-		} else if (s.n+1)*5 > len(s.keys)*4 && len(s.keys) < d.maxSlot {
+		} else if (s.n+1)*5 > len(s.slots)*4 && len(s.slots) < d.maxSlot {
 			d.growLocked(s)
 			i, _ = d.findLocked(s, key)
 		}
-		s.keys[i] = key
-		s.slots[i] = dslot{t: d.windowStart(now)}
+		s.slots[i] = dslot{key: key, t: d.windowStart(now)}
 		s.n++
 	}
 	sl := &s.slots[i]
@@ -222,7 +218,7 @@ func (d *Distinct) Peek(key uint64, now int64) Result {
 	s := d.shardFor(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keys == nil {
+	if s.slots == nil {
 		return Result{Remaining: d.limit}
 	}
 	i, found := d.findLocked(s, key)
@@ -411,53 +407,52 @@ func (d *Distinct) result(sl *dslot, now int64) Result {
 }
 
 func (d *Distinct) growLocked(s *dshard) {
-	n := min(max(len(s.keys)*3/2, minSlots), d.maxSlot)
-	oldKeys, old := s.keys, s.slots
-	s.keys, s.slots = make([]uint64, n), make([]dslot, n)
-	for i, k := range oldKeys {
-		if k == 0 {
+	n := min(max(len(s.slots)*3/2, minSlots), d.maxSlot)
+	old := s.slots
+	s.slots = make([]dslot, n)
+	for i := range old {
+		if old[i].key == 0 {
 			continue
 		}
-		j := d.home(k, n)
-		for s.keys[j] != 0 {
+		j := d.home(old[i].key, n)
+		for s.slots[j].key != 0 {
 			if j++; j == n {
 				j = 0
 			}
 		}
-		s.keys[j], s.slots[j] = k, old[i]
+		s.slots[j] = old[i]
 	}
 }
 
 // deleteLocked empties slot i with backward-shift deletion, as Table does.
 func (d *Distinct) deleteLocked(s *dshard, i int) {
-	n := len(s.keys)
+	n := len(s.slots)
 	j := i
 	for {
 		if j++; j == n {
 			j = 0
 		}
-		k := s.keys[j]
+		k := s.slots[j].key
 		if k == 0 {
 			break
 		}
 		if !homeIn(d.home(k, n), i, j) {
-			s.keys[i], s.slots[i] = k, s.slots[j]
+			s.slots[i] = s.slots[j]
 			i = j
 		}
 	}
-	s.keys[i] = 0 // its sketch is overwritten when the slot is taken again
+	s.slots[i] = dslot{}
 	s.n--
 }
 
 // evictLocked removes from a full shard an expired key, or the sampled key
 // with the fewest distinct values.
 func (d *Distinct) evictLocked(s *dshard, now int64) {
-	n := len(s.keys)
+	n := len(s.slots)
 	i := sampleStart(&s.rng, n)
 	victim, least := -1, math.Inf(1)
 	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
-		if s.keys[i] != 0 {
-			sl := &s.slots[i]
+		if sl := &s.slots[i]; sl.key != 0 {
 			seen++
 			if d.expired(sl, now) {
 				victim = i
@@ -484,8 +479,8 @@ func (d *Distinct) Sweep(now int64) int {
 	for si := range d.shards {
 		s := &d.shards[si]
 		s.mu.Lock()
-		for i := 0; i < len(s.keys); {
-			if s.keys[i] != 0 && d.expired(&s.slots[i], now) {
+		for i := 0; i < len(s.slots); {
+			if sl := &s.slots[i]; sl.key != 0 && d.expired(sl, now) {
 				d.deleteLocked(s, i)
 				dropped++
 				continue

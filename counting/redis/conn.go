@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -83,7 +85,12 @@ type Conn struct {
 	mu     sync.Mutex
 	client rueidis.Client // nil until connected
 
-	scripts [counting.GCRA + 1]*rueidis.Lua
+	// scripts are the counter scripts, run by Apply with EVALSHA (EVAL
+	// on NOSCRIPT). Not rueidis.Lua's ExecMulti: it loads the script on
+	// every cluster node before each call and fails the whole call when
+	// one node is down, which would tie every master's breaker to the
+	// worst one (and cost a round trip per flush).
+	scripts [counting.GCRA + 1]script
 	nodes   *rueidis.Lua
 	publish *rueidis.Lua
 	active  *rueidis.Lua
@@ -109,11 +116,11 @@ func NewConn(opt Options) (*Conn, error) {
 		opt.DialTimeout = time.Second
 	}
 	c := &Conn{opt: opt}
-	c.scripts[counting.SlidingWindow] = rueidis.NewLuaScript(luaSlidingWindow)
-	c.scripts[counting.FixedWindow] = rueidis.NewLuaScript(luaFixedWindow)
-	c.scripts[counting.SlidingLog] = rueidis.NewLuaScript(luaSlidingLog)
-	c.scripts[counting.TokenBucket] = rueidis.NewLuaScript(luaTokenBucket)
-	c.scripts[counting.GCRA] = rueidis.NewLuaScript(luaGCRA)
+	c.scripts[counting.SlidingWindow] = newScript(luaSlidingWindow)
+	c.scripts[counting.FixedWindow] = newScript(luaFixedWindow)
+	c.scripts[counting.SlidingLog] = newScript(luaSlidingLog)
+	c.scripts[counting.TokenBucket] = newScript(luaTokenBucket)
+	c.scripts[counting.GCRA] = newScript(luaGCRA)
 	c.nodes = rueidis.NewLuaScript(luaNodes)
 	c.publish = rueidis.NewLuaScript(luaPublish)
 	c.active = rueidis.NewLuaScript(luaActive)
@@ -326,46 +333,67 @@ func (c *Conn) Apply(ctx context.Context, ops []Op, states []State, errs []error
 		}
 		return err
 	}
-	var first error
-	// Group by algorithm: one ExecMulti per script.
-	for alg, s := range c.scripts {
-		var idx []int
-		var execs []rueidis.LuaExec
-		for i := range ops {
-			if int(ops[i].Alg) != alg {
-				continue
-			}
-			o := &ops[i]
-			idx = append(idx, i)
-			execs = append(execs, rueidis.LuaExec{
-				Keys: []string{o.Key},
-				Args: []string{
-					strconv.FormatFloat(o.Delta, 'g', -1, 64),
-					strconv.FormatFloat(o.Release, 'g', -1, 64),
-					strconv.FormatInt(o.RelWin, 10),
-					strconv.FormatFloat(o.Held, 'g', -1, 64),
-					strconv.FormatFloat(o.Want, 'g', -1, 64),
-					strconv.Itoa(o.Nodes),
-					strconv.FormatInt(o.Period, 10),
-					strconv.FormatFloat(o.Limit, 'g', -1, 64),
-					strconv.FormatFloat(o.Burst, 'g', -1, 64),
-					o.Member,
-				},
-			})
-		}
-		if len(execs) == 0 {
-			continue
-		}
-		res := s.ExecMulti(ctx, cl, execs...)
-		for j, r := range res {
-			i := idx[j]
-			states[i], errs[i] = parseState(r)
-			if errs[i] != nil && first == nil {
-				first = fmt.Errorf("counting/redis: %s %s: %w", ops[i].Alg, ops[i].Key, errs[i])
-			}
+	args := func(o *Op) []string {
+		return []string{
+			strconv.FormatFloat(o.Delta, 'g', -1, 64),
+			strconv.FormatFloat(o.Release, 'g', -1, 64),
+			strconv.FormatInt(o.RelWin, 10),
+			strconv.FormatFloat(o.Held, 'g', -1, 64),
+			strconv.FormatFloat(o.Want, 'g', -1, 64),
+			strconv.Itoa(o.Nodes),
+			strconv.FormatInt(o.Period, 10),
+			strconv.FormatFloat(o.Limit, 'g', -1, 64),
+			strconv.FormatFloat(o.Burst, 'g', -1, 64),
+			o.Member,
 		}
 	}
-	return first
+	var idx []int
+	cmds := make(rueidis.Commands, 0, len(ops))
+	for i := range ops {
+		o := &ops[i]
+		if int(o.Alg) >= len(c.scripts) {
+			errs[i] = fmt.Errorf("unknown algorithm %d", o.Alg)
+			continue
+		}
+		idx = append(idx, i)
+		cmds = append(cmds, cl.B().Evalsha().Sha1(c.scripts[o.Alg].sha).Numkeys(1).Key(o.Key).Arg(args(o)...).Build())
+	}
+	var again []int
+	for j, r := range cl.DoMulti(ctx, cmds...) {
+		i := idx[j]
+		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			again = append(again, i)
+			continue
+		}
+		states[i], errs[i] = parseState(r)
+	}
+	if len(again) > 0 {
+		// A server that has not seen the script (new, restarted or
+		// flushed) gets it whole; EVAL caches it there for the next
+		// EVALSHA.
+		cmds = cmds[:0]
+		for _, i := range again {
+			o := &ops[i]
+			cmds = append(cmds, cl.B().Eval().Script(c.scripts[o.Alg].body).Numkeys(1).Key(o.Key).Arg(args(o)...).Build())
+		}
+		for j, r := range cl.DoMulti(ctx, cmds...) {
+			states[again[j]], errs[again[j]] = parseState(r)
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("counting/redis: %s %s: %w", ops[i].Alg, ops[i].Key, err)
+		}
+	}
+	return nil
+}
+
+// script is a Lua script and its SHA-1, for EVALSHA.
+type script struct{ body, sha string }
+
+func newScript(body string) script {
+	h := sha1.Sum([]byte(body))
+	return script{body: body, sha: hex.EncodeToString(h[:])}
 }
 
 func parseState(r rueidis.RedisResult) (State, error) {

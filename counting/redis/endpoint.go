@@ -108,6 +108,9 @@ func (e *endpoints) healthyKey(c *Counter, key uint64) bool {
 	if t.slots == nil {
 		return t.eps[0].closed.Load()
 	}
+	if key == 0 {
+		key = zeroKey // as Add stores it, and as redisKey names it
+	}
 	var buf [96]byte
 	b := append(buf[:0], c.prefix...)
 	b = strconv.AppendUint(b, key, 16)

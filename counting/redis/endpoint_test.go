@@ -386,3 +386,27 @@ func TestTopologySwap(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthyKeyMatchesRedisKey: the endpoint Add judges a key by is the
+// one its flushes go to, key 0 included.
+func TestHealthyKeyMatchesRedisKey(t *testing.T) {
+	clock := t0
+	fc := newFakeCluster(clock, "m1", "m2", "m3")
+	f, _ := newTestFleet(t, "a", fc, &clock)
+	waitEndpoints(t, f, 3)
+	c, _ := f.Counter(Rule{Name: "hk", Limit: counting.Limit{Period: time.Minute, Requests: 10}})
+	top := f.eps.top.Load()
+	for range DefaultThreshold {
+		top.eps[1].br.Failure(clock)
+	}
+	for _, k := range []uint64{0, 1, 2, 0xffffffffffffffff, zeroKey, 12345} {
+		stored := k
+		if stored == 0 {
+			stored = zeroKey
+		}
+		want := top.of(KeySlot(c.redisKey(stored))) != 1
+		if got := f.eps.healthyKey(c, k); got != want {
+			t.Errorf("key %x: healthyKey %v, want %v (its Redis key's endpoint)", k, got, want)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/guardd/guardd/characteristics"
+import (
+	"strconv"
+
+	"github.com/guardd/guardd/characteristics"
+)
 
 // keyEnd ends each characteristic value in a rule's key bytes: the values of
 // the rule's characteristics in order, each followed by keyEnd. It never
@@ -13,15 +17,27 @@ func AppendKey(key []byte, c characteristics.Characteristic, ev *characteristics
 }
 
 // appendKey is AppendKey for a value ev may lack: ok is false, and key
-// unchanged, when c is absent from ev. It reads a text value once where
-// Present and AppendKey would read it twice.
+// unchanged, when c is absent from ev. It reads each value once where
+// Present and AppendKey would read it twice, and formats it as
+// Characteristic.AppendValue does (TestAppendKeyAsAppendValue).
 func appendKey(key []byte, c characteristics.Characteristic, ev *characteristics.Event) (_ []byte, ok bool) {
 	switch c.Kind() {
-	case characteristics.KindAddr, characteristics.KindPrefix, characteristics.KindNumber:
-		if !c.Present(ev) {
+	case characteristics.KindAddr: // ip.src: AppendValue formats ev.IP
+		if !ev.IP.IsValid() {
 			return key, false
 		}
-		return AppendKey(key, c, ev), true
+		return append(ev.IP.AppendTo(key), keyEnd), true
+	case characteristics.KindPrefix: // ip.src.prefix: ev.Prefix
+		if !ev.Prefix.IsValid() {
+			return key, false
+		}
+		return append(ev.Prefix.AppendTo(key), keyEnd), true
+	case characteristics.KindNumber: // no number is read as text
+		f, ok := c.Num(ev)
+		if !ok {
+			return key, false
+		}
+		return append(strconv.AppendFloat(key, f, 'f', -1, 64), keyEnd), true
 	}
 	s, ok := c.Str(ev)
 	if !ok {

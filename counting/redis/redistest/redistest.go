@@ -239,13 +239,21 @@ func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
 // redis-cli --cluster create; it returns when CLUSTER INFO says ok on all.
 func Cluster(t TB) []*Server {
 	t.Helper()
+	return ClusterWith(t)
+}
+
+// ClusterWith is Cluster with extra config directives on every master
+// ("--cluster-require-full-coverage", "no" ...). A master killed and
+// restarted (Server.Restart) keeps its nodes file and rejoins.
+func ClusterWith(t TB, extra ...string) []*Server {
+	t.Helper()
 	Need(t, "redis-server", "redis-cli")
 	var nodes []*Server
 	var addrs []string
 	for range 3 {
 		port := FreePort(t)
-		s := Start(t, port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+strconv.Itoa(port)+".conf",
-			"--cluster-node-timeout", "2000")
+		s := Start(t, port, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
+			"--cluster-node-timeout", "2000"}, extra...)...)
 		nodes = append(nodes, s)
 		addrs = append(addrs, s.Addr)
 	}

@@ -1,0 +1,287 @@
+//go:build integration
+
+package redis
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/counting/redis/redistest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestKeySlotMatchesRedis: KeySlot agrees with CLUSTER KEYSLOT on the keys
+// the counters use.
+func TestKeySlotMatchesRedis(t *testing.T) {
+	srv := redistest.Start(t, 0, "--cluster-enabled", "yes")
+	for _, k := range []string{"guardd:{fleet}:nodes", "guardd:{mitigations}:active", "plain", "a{}b", "{{x}}", "guardd:{r:0}"} {
+		checkSlot(t, srv, k)
+	}
+	for i := range 200 {
+		checkSlot(t, srv, "guardd:{rule_"+strconv.Itoa(i%7)+":"+strconv.FormatUint(uint64(i)*0x9e3779b97f4a7c15, 16)+"}")
+	}
+}
+
+func checkSlot(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	v, err := srv.Cmd("CLUSTER", "KEYSLOT", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := strconv.Atoi(v); KeySlot(key) != uint16(want) {
+		t.Errorf("KeySlot(%q) = %d, CLUSTER KEYSLOT says %d", key, KeySlot(key), want)
+	}
+}
+
+// owner returns the master of cl that serves key: the one that does not
+// answer MOVED.
+func owner(t *testing.T, cl []*redistest.Server, key string) int {
+	t.Helper()
+	for i, s := range cl {
+		if _, err := s.Cmd("EXISTS", key); err == nil {
+			return i
+		} else if !strings.HasPrefix(err.Error(), "MOVED") {
+			t.Fatalf("EXISTS %s on %s: %v", key, s.Addr, err)
+		}
+	}
+	t.Fatalf("no master serves %s", key)
+	return -1
+}
+
+// keyOnMaster returns a key of rule served by master want (from, or more).
+func keyOnMaster(t *testing.T, cl []*redistest.Server, rule string, want int, from uint64) uint64 {
+	t.Helper()
+	for k := from; k < from+1000; k++ {
+		if owner(t, cl, "guardd:{"+rule+":"+strconv.FormatUint(k, 16)+"}") == want {
+			return k
+		}
+	}
+	t.Fatalf("no key of %s on master %d", rule, want)
+	return 0
+}
+
+type clusterNode struct {
+	f      *Fleet
+	c      map[OnError]*Counter
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func endpointBreaker(f *Fleet, addr string) string {
+	for _, e := range f.Status().Endpoints {
+		if e.Name == addr {
+			return e.Breaker
+		}
+	}
+	return "absent"
+}
+
+// TestClusterMasterDown: a three-master Cluster (redis-cli --cluster
+// create, cluster-require-full-coverage no) and two guardd nodes. One
+// master is killed mid-run: only its endpoint's breaker opens, only the
+// keys of its slots answer by their rule's on_store_error, and the keys on
+// the two live masters keep fleet counting (each rule's limit holds across
+// both nodes, whatever its on_store_error). The master restarts: its
+// breaker closes, the outage's counts reach it, and its keys count
+// fleet-wide again. Then it is blackholed (SIGSTOP): its breaker opens on
+// missed deadlines while the others' flushes go on, and closes on SIGCONT.
+func TestClusterMasterDown(t *testing.T) {
+	cl := redistest.ClusterWith(t, "--cluster-require-full-coverage", "no")
+	var addrs []string
+	for _, s := range cl {
+		addrs = append(addrs, s.Addr)
+	}
+	opt := Options{Addresses: addrs, Mode: Cluster}
+	const limit = 100
+	modes := []OnError{Open, Closed, Local}
+	var nodes []*clusterNode
+	for i := range 2 {
+		// A generous deadline: this test is about a dead master, not a
+		// slow one, and a loaded machine must not open a live master's
+		// breaker. The blackhole phase waits the deadline out.
+		f, err := New(Config{Node: fmt.Sprintf("c%d", i), Deadline: 250 * time.Millisecond, Cooldown: 200 * time.Millisecond},
+			dial(t, opt), prometheus.NewRegistry(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd := &clusterNode{f: f, c: map[OnError]*Counter{}, done: make(chan struct{})}
+		for _, m := range modes {
+			if nd.c[m], err = f.Counter(Rule{Name: "cm" + m.String(), Limit: counting.Limit{Period: time.Hour, Requests: limit}, OnError: m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		nd.cancel = cancel
+		go func() { f.Run(ctx); close(nd.done) }()
+		t.Cleanup(func() { cancel(); <-nd.done })
+		nodes = append(nodes, nd)
+	}
+	redistest.WaitFor(t, 30*time.Second, "both nodes to see three endpoints and each other", func() bool {
+		for _, nd := range nodes {
+			st := nd.f.Status()
+			if len(st.Endpoints) != 3 || st.LiveNodes != 2 {
+				return false
+			}
+			for _, e := range st.Endpoints {
+				if !strings.HasPrefix(e.Name, "127.0.0.1:") || e.Slots == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	const victim = 1
+	dead := map[OnError]uint64{}
+	live := map[OnError][]uint64{} // one key on each live master
+	for _, m := range modes {
+		rule := "cm" + m.String()
+		dead[m] = keyOnMaster(t, cl, rule, victim, 1)
+		live[m] = []uint64{keyOnMaster(t, cl, rule, 0, 1), keyOnMaster(t, cl, rule, 2, 1)}
+	}
+	// Some counts on the victim's local-rule key before the kill.
+	before := 0
+	for range 10 {
+		if !nodes[0].c[Local].Add(dead[Local], 1, time.Now().UnixNano()).Exceeded {
+			before++
+		}
+	}
+	deadKey := "guardd:{cmlocal:" + strconv.FormatUint(dead[Local], 16) + "}"
+	redistest.WaitFor(t, 30*time.Second, "the first delta on the victim", func() bool {
+		v, _ := cl[victim].Cmd("HGET", deadKey, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n >= float64(before)
+	})
+
+	cl[victim].Kill()
+	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to open on both nodes", func() bool {
+		for _, nd := range nodes {
+			nd.c[Open].Add(dead[Open], 1, time.Now().UnixNano()) // traffic, so its flushes fail
+		}
+		return endpointBreaker(nodes[0].f, cl[victim].Addr) == "open" && endpointBreaker(nodes[1].f, cl[victim].Addr) == "open"
+	})
+	checkLiveClosed := func(when string) {
+		t.Helper()
+		for i, nd := range nodes {
+			for _, m := range []int{0, 2} {
+				if b := endpointBreaker(nd.f, cl[m].Addr); b != "closed" {
+					t.Errorf("%s: node %d: live master %s breaker %s", when, i, cl[m].Addr, b)
+				}
+			}
+		}
+	}
+	checkLiveClosed("after the kill")
+	if nodes[0].f.Healthy() || nodes[0].f.Status().Breaker != "open" {
+		t.Errorf("node 0 healthy %v, status breaker %s with a master down", nodes[0].f.Healthy(), nodes[0].f.Status().Breaker)
+	}
+
+	// The victim's keys: each rule as configured.
+	now := time.Now().UnixNano()
+	for i := range 2 * limit {
+		if nodes[0].c[Open].Add(dead[Open], 1, now).Exceeded {
+			t.Fatalf("on_store_error open refused event %d of a key on the dead master", i)
+		}
+	}
+	if !nodes[0].c[Closed].Add(dead[Closed], 1, now).Exceeded {
+		t.Error("on_store_error closed allowed a key on the dead master")
+	}
+	local := 0
+	for range 2 * limit {
+		if !nodes[0].c[Local].Add(dead[Local], 1, now).Exceeded {
+			local++
+		}
+	}
+	// Two live nodes: node 0 spends its unused lease, then its share of
+	// what was left, its own counts counted twice: at least half of what
+	// was left, never more than all of it.
+	if share := (limit - before) / 2; local < share-2 || local > limit-before {
+		t.Errorf("on_store_error local admitted %d on the dead master, want between its share %d and the %d left", local, share, limit-before)
+	}
+	t.Logf("on_store_error local admitted %d on the dead master (%d before the kill, limit %d, two nodes)", local, before, limit)
+
+	// The live masters' keys: fleet counting across both nodes, the limit
+	// held, whatever the rule does on a store error.
+	for _, m := range modes {
+		for _, k := range live[m] {
+			checkFleetCount(t, nodes, m, k, limit, fmt.Sprintf("%s rule, key %x on a live master", m, k))
+		}
+	}
+	checkLiveClosed("during the outage")
+	if b := endpointBreaker(nodes[0].f, cl[victim].Addr); b == "closed" {
+		t.Errorf("victim's breaker %s during the outage", b)
+	}
+
+	// Restart: the breaker closes, the outage's counts reach the victim.
+	cl[victim].Restart()
+	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to close on both nodes", func() bool {
+		for _, nd := range nodes {
+			nd.c[Open].Add(dead[Open], 1, time.Now().UnixNano())
+		}
+		return nodes[0].f.Healthy() && nodes[1].f.Healthy()
+	})
+	redistest.WaitFor(t, 60*time.Second, "the outage's counts on the restarted victim", func() bool {
+		v, _ := cl[victim].Cmd("HGET", deadKey, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		// The restarted master is empty (no persistence): it gets the
+		// events node 0 counted beyond its lease during the outage.
+		return n >= float64(local)
+	})
+	// Its keys count fleet-wide again: the closed rule admits, up to the
+	// limit across both nodes.
+	checkFleetCount(t, nodes, Closed, dead[Closed], limit, "closed rule, the restarted master's key")
+
+	// Blackhole: SIGSTOP holds the connections and answers nothing.
+	fresh := keyOnMaster(t, cl, "cmopen", 0, 1<<20)
+	cl[victim].Stop()
+	defer cl[victim].Cont()
+	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to open on missed deadlines", func() bool {
+		nodes[0].c[Local].Add(dead[Local], 1, time.Now().UnixNano())
+		return endpointBreaker(nodes[0].f, cl[victim].Addr) == "open"
+	})
+	// The live masters keep taking node 0's deltas while the victim hangs.
+	liveKey := "guardd:{cmopen:" + strconv.FormatUint(fresh, 16) + "}"
+	mark, _ := cl[0].Cmd("HGET", liveKey, "c")
+	m0, _ := strconv.ParseFloat(mark, 64)
+	redistest.WaitFor(t, 60*time.Second, "a live master's count to move while the victim is blackholed", func() bool {
+		nodes[0].c[Open].Add(fresh, 1, time.Now().UnixNano())
+		v, _ := cl[0].Cmd("HGET", liveKey, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n > m0
+	})
+	checkLiveClosed("while the victim is blackholed")
+	cl[victim].Cont()
+	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to close after SIGCONT", func() bool {
+		nodes[0].c[Local].Add(dead[Local], 1, time.Now().UnixNano())
+		return nodes[0].f.Healthy()
+	})
+	runtime.KeepAlive(nodes)
+}
+
+// checkFleetCount streams 3*limit events for key from both nodes in turn,
+// paced over many flush intervals, and checks that together they admit the
+// limit: at most 3 over (the two-tier bound for a limit this small), and
+// not far under (leases left unused when the stream stops).
+func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, limit int, what string) {
+	t.Helper()
+	got := 0
+	lw := testutil.ToFloat64(nodes[0].c[m].leaseDecisions) + testutil.ToFloat64(nodes[1].c[m].leaseDecisions)
+	for i := range 3 * limit {
+		if !nodes[i%2].c[m].Add(key, 1, time.Now().UnixNano()).Exceeded {
+			got++
+		}
+		// Pacing, not synchronisation: 3 ms an event spreads the stream
+		// over some 20 flush intervals, as real traffic is spread.
+		time.Sleep(3 * time.Millisecond)
+	}
+	lw = testutil.ToFloat64(nodes[0].c[m].leaseDecisions) + testutil.ToFloat64(nodes[1].c[m].leaseDecisions) - lw
+	t.Logf("%s: %d of %d admitted across two nodes, limit %d (%v lease waits)", what, got, 3*limit, limit, lw)
+	if got > limit+3 || got < limit*90/100 {
+		t.Errorf("%s: admitted %d across two nodes, want the limit %d (fleet counting)", what, got, limit)
+	}
+}
