@@ -89,3 +89,43 @@ func BenchmarkFlushFull(b *testing.B) {
 		f.Flush(b.Context())
 	}
 }
+
+// BenchmarkAddMany is BenchmarkAdd over 200,000 keys in no particular
+// order (more than the caches hold), beside BenchmarkTableAddMany: a
+// decision's cost on a node that sees many clients.
+func BenchmarkAddMany(b *testing.B) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, err := New(Config{Node: "a", Now: func() time.Time { return clock }}, st, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := f.Counter(Rule{Name: "r", Limit: counting.Limit{Period: time.Minute, Requests: 1e12}})
+	const keys = 200_000
+	now := clock.UnixNano()
+	for k := range uint64(keys) {
+		c.Add(mix(k+1), 1, now)
+	}
+	f.Flush(b.Context()) // grants
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		c.Add(mix(i%keys+1), 1, now)
+		i += 7919 // a prime: every key, in no cache-friendly order
+	}
+}
+
+func BenchmarkTableAddMany(b *testing.B) {
+	t, _ := counting.NewTable(counting.Config{Limit: counting.Limit{Period: time.Minute, Requests: 1e12}})
+	now := t0.UnixNano()
+	const keys = 200_000
+	for k := range uint64(keys) {
+		t.Add(mix(k+1), 1, now)
+	}
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		t.Add(mix(i%keys+1), 1, now)
+		i += 7919
+	}
+}
