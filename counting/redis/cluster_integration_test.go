@@ -285,3 +285,78 @@ func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, 
 		t.Errorf("%s: admitted %d across two nodes, want the limit %d (fleet counting)", what, got, limit)
 	}
 }
+
+// TestClusterFailover: three masters with a replica each. A master is
+// killed; its breaker opens and its keys answer by on_store_error (closed:
+// refused) while the others count; the cluster promotes its replica, the
+// fleet reads the new topology, the promoted replica appears as a closed
+// endpoint, the dead master's endpoint leaves, and its keys count
+// fleet-wide again, on the new master.
+func TestClusterFailover(t *testing.T) {
+	masters, replicas := redistest.ClusterReplicas(t)
+	var addrs []string
+	for _, s := range masters {
+		addrs = append(addrs, s.Addr)
+	}
+	const limit = 100
+	f, err := New(Config{Node: "fo", Deadline: 250 * time.Millisecond, Cooldown: 200 * time.Millisecond},
+		dial(t, Options{Addresses: addrs, Mode: Cluster}), prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Counter(Rule{Name: "fo", Limit: counting.Limit{Period: time.Hour, Requests: limit}, OnError: Closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	redistest.WaitFor(t, 30*time.Second, "three endpoints, the masters", func() bool {
+		st := f.Status()
+		if len(st.Endpoints) != 3 {
+			return false
+		}
+		for _, m := range masters {
+			if endpointBreaker(f, m.Addr) != "closed" {
+				return false
+			}
+		}
+		return true
+	})
+	const victim = 0
+	dead := keyOnMaster(t, masters, "fo", victim, 1)
+	live := keyOnMaster(t, masters, "fo", 1, 1)
+	if c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
+		t.Fatal("first event refused")
+	}
+	masters[victim].Kill()
+	redistest.WaitFor(t, 60*time.Second, "the dead master's breaker to open", func() bool {
+		c.Add(dead, 1, time.Now().UnixNano())
+		return endpointBreaker(f, masters[victim].Addr) == "open"
+	})
+	if !c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
+		t.Error("on_store_error closed allowed a key of the dead master")
+	}
+	if c.Add(live, 1, time.Now().UnixNano()).Exceeded {
+		t.Error("a key on a live master was refused during the outage")
+	}
+	redistest.WaitFor(t, 60*time.Second, "the replica promoted", func() bool {
+		v, _ := replicas[victim].Info("replication", "role")
+		return v == "master"
+	})
+	redistest.WaitFor(t, 60*time.Second, "the fleet on the promoted replica: its endpoint closed, the dead master's gone", func() bool {
+		c.Add(dead, 1, time.Now().UnixNano())
+		return endpointBreaker(f, replicas[victim].Addr) == "closed" && endpointBreaker(f, masters[victim].Addr) == "absent" && f.Healthy()
+	})
+	t.Logf("endpoints after the failover: %+v", f.Status().Endpoints)
+	key := "guardd:{fo:" + strconv.FormatUint(dead, 16) + "}"
+	redistest.WaitFor(t, 60*time.Second, "the key counted on the new master", func() bool {
+		if c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
+			return false
+		}
+		v, _ := replicas[victim].Cmd("HGET", key, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n > 0
+	})
+}

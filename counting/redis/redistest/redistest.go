@@ -247,17 +247,55 @@ func Cluster(t TB) []*Server {
 // restarted (Server.Restart) keeps its nodes file and rejoins.
 func ClusterWith(t TB, extra ...string) []*Server {
 	t.Helper()
+	return cluster(t, 0, extra...)
+}
+
+// ClusterReplicas starts three masters and a replica of each (redis-cli
+// --cluster create --cluster-replicas 1); it returns the masters and the
+// replicas (replicas[i] replicates masters[i]) once CLUSTER INFO says ok
+// on all and every replica's link to its master is up.
+func ClusterReplicas(t TB, extra ...string) (masters, replicas []*Server) {
+	t.Helper()
+	all := cluster(t, 1, extra...)
+	WaitFor(t, 30*time.Second, "every replica linked to its master", func() bool {
+		masters, replicas = nil, nil
+		for _, n := range all {
+			if role, _ := n.Info("replication", "role"); role == "master" {
+				masters = append(masters, n)
+			}
+		}
+		for _, m := range masters {
+			for _, n := range all {
+				port, _ := n.Info("replication", "master_port")
+				link, _ := n.Info("replication", "master_link_status")
+				if port == strconv.Itoa(m.Port) && link == "up" {
+					replicas = append(replicas, n)
+					break
+				}
+			}
+		}
+		return len(masters) == 3 && len(replicas) == 3
+	})
+	return masters, replicas
+}
+
+func cluster(t TB, replicas int, extra ...string) []*Server {
+	t.Helper()
 	Need(t, "redis-server", "redis-cli")
 	var nodes []*Server
 	var addrs []string
-	for range 3 {
+	for range 3 * (1 + replicas) {
 		port := FreePort(t)
 		s := Start(t, port, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
 			"--cluster-node-timeout", "2000"}, extra...)...)
 		nodes = append(nodes, s)
 		addrs = append(addrs, s.Addr)
 	}
-	out, err := exec.Command("redis-cli", append([]string{"--cluster", "create"}, append(addrs, "--cluster-yes")...)...).CombinedOutput()
+	args := append([]string{"--cluster", "create"}, addrs...)
+	if replicas > 0 {
+		args = append(args, "--cluster-replicas", strconv.Itoa(replicas))
+	}
+	out, err := exec.Command("redis-cli", append(args, "--cluster-yes")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
