@@ -95,7 +95,8 @@ func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
 		return nil, fmt.Errorf("counting: regularity: max keys %d, shards %d: must be >= 0 (shards <= %d)", cfg.MaxKeys, cfg.Shards, 1<<16)
 	}
 	// A key is about five Table slots: the cap is a quarter of Table's,
-	// which keeps a full table near 55 MB at the default.
+	// which keeps a full table near 60 MB at the default
+	// (152 bytes a slot, half again as many slots as keys).
 	maxKeys := cfg.MaxKeys
 	if maxKeys == 0 {
 		maxKeys = DefaultMaxKeys
@@ -236,8 +237,9 @@ func (r *Regularity) Peek(key uint64, now int64) (t Timing, ok bool) {
 // the coefficient of variation (standard deviation over mean) of
 // intervals, made robust for judging a sleep loop:
 //
-//   - The shortest and the longest eighth are left out (trimmed), so that
-//     one slow answer, one retry or one pause does not hide a loop.
+//   - The shortest and the longest sixteenth are left out (trimmed), so that
+//     a slow answer, a retry or a pause (two of each in 32) does not hide
+//     a loop.
 //   - When every interval is a whole number of seconds (logs with
 //     one-second timestamps, such as nginx's $time_local), the variance of
 //     that rounding, 1 s²/12, is taken off (Sheppard's correction): a loop
@@ -263,7 +265,7 @@ func IntervalCV(intervals []uint32) (mean, cv float64) {
 			break
 		}
 	}
-	trim := n / 8
+	trim := n / 16
 	v = v[trim : n-trim]
 	sum := 0.0
 	for _, x := range v {

@@ -39,6 +39,7 @@ const (
 	ClassFirefoxOnWire = "Firefox UA over Chromium's TLS stack"
 	ClassUARotation    = "one address cycling through user agents"
 	ClassCacheBusting  = "cache-busting flood"
+	ClassRegular       = "machine-regular scraper (sleep loop)"
 )
 
 // actor records the class of a client address.
@@ -312,4 +313,40 @@ func (g *gen) behaviourAttacks() {
 			path: fmt.Sprintf("/%x", g.rng.Uint32()), status: 404, ua: browserUAs[1], ja4: browserJA4s[1]})
 	}
 	g.attack(Attack{Name: ClassSlowScanner, Rule: "scan_404", Scope: "ip.src", Values: scanner, IPs: scanner})
+
+	g.regularScrapers()
+}
+
+// regularScrapers adds scripts that fetch one page, sleep a fixed time and
+// fetch the next: under every volume limit, one address and one user agent
+// each, no assets, nothing a signature or a fingerprint gives away (a
+// library's user agent over its own TLS stack, or a browser's without
+// TLS). Only their timing does: the interval is the sleep plus the
+// answer's time, the same to within a few hundred milliseconds.
+func (g *gen) regularScrapers() {
+	var ips []string
+	for _, s := range []struct {
+		ip         netip.Addr
+		ua, ja4    string
+		start, run time.Duration
+		sleep      time.Duration
+	}{
+		// python-requests with time.sleep(2), for twenty minutes.
+		{addrV4(198, 18, 40, 12), "python-requests/2.32.3", ja4PythonRequests, 10 * time.Minute, 20 * time.Minute, 2 * time.Second},
+		// A browser's user agent, no TLS, a page every 7 s for 40 minutes.
+		{netip.MustParseAddr("2001:db8:ffff::c0"), browserUAs[0], "", 12 * time.Minute, 40 * time.Minute, 7 * time.Second},
+		// Go's HTTP client every 30 s, all hour.
+		{addrV4(198, 18, 41, 30), "Go-http-client/2.0", ja4GoHTTP, 0, 60 * time.Minute, 30 * time.Second},
+	} {
+		ips = append(ips, s.ip.String())
+		for at, k := s.start, 0; at < s.start+s.run && at < g.cfg.Duration; k++ {
+			path := "/product/" + strconv.Itoa(k)
+			if k%5 == 0 {
+				path = "/category/" + strconv.Itoa(k/5) + "?page=" + strconv.Itoa(1+k%3)
+			}
+			g.add(request{t: g.at(at), ip: s.ip, method: "GET", path: path, status: 200, ua: s.ua, ja4: s.ja4})
+			at += s.sleep + time.Duration(50+g.rng.IntN(300))*time.Millisecond
+		}
+	}
+	g.attack(Attack{Name: ClassRegular, Rule: "regular_scraping", Scope: "ip.src", Values: ips, IPs: ips})
 }

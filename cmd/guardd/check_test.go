@@ -61,9 +61,10 @@ func TestPerNodeRules(t *testing.T) {
 		{Name: "two_windows", Windows: []rules.Window{{}, {}}},
 		{Name: "scan", Distinct: &characteristics.Characteristic{}},
 		{Name: "in_flight", Concurrency: 4},
+		{Name: "regular", Windows: []rules.Window{{}}, Regularity: &rules.Regularity{MinEvents: 20, MaxCV: 0.2}},
 	}
 	got := strings.Join(perNodeRules(rs), ", ")
-	if want := "two_windows (windows), scan (distinct), in_flight (concurrency)"; got != want {
+	if want := "two_windows (windows), scan (distinct), in_flight (concurrency), regular (regularity)"; got != want {
 		t.Errorf("perNodeRules = %q, want %q", got, want)
 	}
 }

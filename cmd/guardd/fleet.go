@@ -107,8 +107,8 @@ func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {
 
 // perNodeRules names the rules that count on each node alone even in
 // fleet mode (docs/fleet.md "What counts per node"), each with why:
-// several windows or a distinct count (counting.Windows and the distinct
-// sketches have no Redis tier), or a concurrency limit (requests in flight
+// several windows, a distinct count or a timing gate (counting.Windows,
+// the distinct sketches and counting.Regularity have no Redis tier), or a concurrency limit (requests in flight
 // on this node).
 func perNodeRules(rs []*rules.Rule) []string {
 	var out []string
@@ -118,6 +118,8 @@ func perNodeRules(rs []*rules.Rule) []string {
 			out = append(out, r.Name+" (concurrency)")
 		case r.Distinct != nil:
 			out = append(out, r.Name+" (distinct)")
+		case r.Regularity != nil:
+			out = append(out, r.Name+" (regularity)")
 		case len(r.Windows) > 1:
 			out = append(out, r.Name+" (windows)")
 		}

@@ -152,6 +152,9 @@ func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
 		if r.Distinct != nil {
 			limit += " distinct " + r.Distinct.String()
 		}
+		if g := r.Regularity; g != nil {
+			limit += " regular (" + strconv.Itoa(g.MinEvents) + " events, cv<=" + strconv.FormatFloat(g.MaxCV, 'f', -1, 64) + ")"
+		}
 		for _, w := range r.Windows[min(1, len(r.Windows)):] {
 			limit += ", " + strconv.FormatFloat(w.Requests, 'f', -1, 64) + "/" + w.Period.String()
 		}

@@ -21,7 +21,7 @@ func TestRulesCheck(t *testing.T) {
 			name: "builtin",
 			args: []string{"check", "--builtin"},
 			stdout: []string{"COUNTED", "login_bruteforce", "scanner_ua", "ip.src.asnum", "native", "request", "log", "rules ok", " 0 fallback",
-				"40 distinct http.path, 120/1h0m0s"},
+				"40 distinct http.path, 120/1h0m0s", "20 distinct http.path regular (33 events, cv<=0.18)"},
 		},
 		{
 			name:   "good dir with a fallback rule",

@@ -1015,6 +1015,15 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 				ks.leaseWin = win
 			}
 			ks.lease += s.Grant
+			if (c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA) && ks.lease > c.p.burst {
+				// A shaper's bucket refills while a lease is held: Redis
+				// counted the held part when it granted it and has since
+				// forgotten it, so held plus a new grant could pass the
+				// burst. The node keeps at most a full bucket (the excess
+				// was counted in Redis and is never used: it can only
+				// under-admit).
+				ks.lease = c.p.burst
+			}
 			ks.grant = s.Grant
 		}
 		// A reply that grants nothing leaves the last grant as the
