@@ -15,10 +15,19 @@
 //     mitigate that is not boolean.
 //   - Each rule is compiled, through partial evaluation with input unknown,
 //     into native predicates over *characteristics.Event. Set.Eval then costs
-//     tens of nanoseconds per rule and allocates nothing. A condition that
-//     depends on the event alone is computed once per event, however many
-//     rules ask (its result is kept in a slot named by its text), and a Set
-//     runs its rules' predicates as one flat program.
+//     tens of nanoseconds per rule and allocates nothing once a Matches has
+//     grown. Each distinct condition of a Set is one bit, computed at most
+//     once per event however many rules ask. The conditions that are pure
+//     functions of one field (the path with its normalised forms, anomalies
+//     and case folds; the query with its arguments; the user agent; the
+//     referer; the method; the protocol) are also remembered across events
+//     by that field's value, in a fixed-size table per Matches (values of
+//     up to 16 bytes kept whole, longer ones by two keyed 64-bit hashes and
+//     their length; entries tagged with their Set, so a reload never reads
+//     another's), and those of the status are tabulated when the Set is
+//     built. An event then costs a lookup per field and the few conditions
+//     its values have not decided; a value never seen costs what it did
+//     without the memo.
 //   - Configuration rules read (Options.LoginPaths, from rules.login_paths)
 //     is a module of constants, package guardd.config, compiled with the
 //     rules: partial evaluation folds data.guardd.config.* into the native

@@ -5,6 +5,8 @@ package redis
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -359,4 +361,132 @@ func TestClusterFailover(t *testing.T) {
 		n, _ := strconv.ParseFloat(v, 64)
 		return n > 0
 	})
+}
+
+// TestClusterPartition: a three-master Cluster with one master in a
+// network namespace, reached over a veth pair; nftables in the namespace
+// drops its packets (a partition: no reset, no answer, for guardd and for
+// the other masters alike). Its breaker alone opens on missed deadlines,
+// decisions never wait on it, its keys answer by on_store_error while the
+// other masters' keys count; when the partition heals its breaker closes
+// and its keys count fleet-wide again.
+func TestClusterPartition(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for ip netns")
+	}
+	redistest.Need(t, "ip", "nft", "redis-server", "redis-cli")
+	ns := fmt.Sprintf("gdclu%d", os.Getpid()%100000)
+	a, b := ns+"a", ns+"b"
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	run("ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
+	run("ip", "link", "set", b, "netns", ns)
+	run("ip", "addr", "add", "10.231.9.1/30", "dev", a)
+	run("ip", "link", "set", a, "up")
+	run("ip", "netns", "exec", ns, "ip", "addr", "add", "10.231.9.2/30", "dev", b)
+	run("ip", "netns", "exec", ns, "ip", "link", "set", b, "up")
+	run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+	clusterArgs := func(port int) []string {
+		return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
+			"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no"}
+	}
+	var cl []*redistest.Server
+	for i, port := range []int{16391, 16392, 16393} {
+		if i == 0 {
+			cl = append(cl, redistest.StartIn(t, ns, "10.231.9.2", port, clusterArgs(port)...))
+		} else {
+			cl = append(cl, redistest.StartIn(t, "", "10.231.9.1", port, clusterArgs(port)...))
+		}
+	}
+	var addrs []string
+	for _, s := range cl {
+		addrs = append(addrs, s.Addr)
+	}
+	if out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes")...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	redistest.WaitFor(t, 30*time.Second, "cluster_state:ok on every master", func() bool {
+		for _, s := range cl {
+			if ci, err := s.Cmd("CLUSTER", "INFO"); err != nil || !strings.Contains(ci, "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	})
+	const victim = 0
+	dead := keyOnMaster(t, cl, "cp", victim, 1)
+	live := keyOnMaster(t, cl, "cp", 1, 1)
+	const deadline = 250 * time.Millisecond
+	f, err := New(Config{Node: "cp", Deadline: deadline, Cooldown: 200 * time.Millisecond},
+		dial(t, Options{Addresses: addrs, Mode: Cluster}), prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Counter(Rule{Name: "cp", Limit: counting.Limit{Period: time.Hour, Requests: 1000}, OnError: Closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	redistest.WaitFor(t, 30*time.Second, "three closed endpoints", func() bool {
+		for _, s := range cl {
+			if endpointBreaker(f, s.Addr) != "closed" {
+				return false
+			}
+		}
+		c.Add(dead, 1, time.Now().UnixNano())
+		return true
+	})
+	run("ip", "netns", "exec", ns, "nft", "add table inet guardd_cpart; add chain inet guardd_cpart in { type filter hook input priority 0; policy drop; }")
+	healed := false
+	defer func() {
+		if !healed {
+			exec.Command("ip", "netns", "exec", ns, "nft", "delete table inet guardd_cpart").Run()
+		}
+	}()
+	var worst time.Duration
+	redistest.WaitFor(t, 60*time.Second, "the partitioned master's breaker to open on missed deadlines", func() bool {
+		t0 := time.Now()
+		c.Add(dead, 1, t0.UnixNano())
+		worst = max(worst, time.Since(t0))
+		return endpointBreaker(f, cl[victim].Addr) == "open"
+	})
+	if worst >= deadline/2 {
+		t.Errorf("a decision took %v during the partition (deadline %v): Add must not wait on Redis", worst, deadline)
+	}
+	if !c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
+		t.Error("on_store_error closed allowed a key of the partitioned master")
+	}
+	key := "guardd:{cp:" + strconv.FormatUint(live, 16) + "}"
+	redistest.WaitFor(t, 60*time.Second, "a live master's key counted during the partition", func() bool {
+		if c.Add(live, 1, time.Now().UnixNano()).Exceeded {
+			return false
+		}
+		v, _ := cl[1].Cmd("HGET", key, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n > 0
+	})
+	for _, s := range cl[1:] {
+		if b := endpointBreaker(f, s.Addr); b != "closed" {
+			t.Errorf("live master %s breaker %s during the partition", s.Addr, b)
+		}
+	}
+	run("ip", "netns", "exec", ns, "nft", "delete table inet guardd_cpart")
+	healed = true
+	redistest.WaitFor(t, 60*time.Second, "the breaker to close after the partition heals", func() bool {
+		c.Add(dead, 1, time.Now().UnixNano())
+		return f.Healthy()
+	})
+	if c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
+		t.Error("the healed master's key refused after recovery")
+	}
 }

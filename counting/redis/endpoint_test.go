@@ -410,3 +410,46 @@ func TestHealthyKeyMatchesRedisKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDegradedAddAllocs: with one endpoint's breaker open, Add hashes each
+// key to find its endpoint, without allocating.
+func TestDegradedAddAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clock := t0
+	fc := newFakeCluster(clock, "m1", "m2", "m3")
+	f, _ := newTestFleet(t, "a", fc, &clock)
+	waitEndpoints(t, f, 3)
+	c, _ := f.Counter(Rule{Name: "a_rule_name_of_some_length", Limit: counting.Limit{Period: time.Minute, Requests: 1e9}})
+	for range DefaultThreshold {
+		f.eps.top.Load().eps[1].br.Failure(clock)
+	}
+	now := clock.UnixNano()
+	for i := range uint64(64) {
+		c.Add(i*0x9e3779b97f4a7c15, 1, now)
+	}
+	i := uint64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		c.Add(i%64*0x9e3779b97f4a7c15, 1, now)
+		i++
+	}); n > 0.01 {
+		t.Errorf("degraded Add: %v allocations per call", n)
+	}
+}
+
+func BenchmarkDegradedHealthyKey(b *testing.B) {
+	clock := t0
+	fc := newFakeCluster(clock, "m1", "m2", "m3")
+	f, err := New(Config{Node: "a", Now: func() time.Time { return clock }}, fc, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names, slots, _ := fc.Topology(context.Background())
+	f.eps.swap(names, slots)
+	c, _ := f.Counter(Rule{Name: "a_rule_name_of_some_length", Limit: counting.Limit{Period: time.Minute, Requests: 1e9}})
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f.eps.healthyKey(c, uint64(i)*0x9e3779b97f4a7c15)
+	}
+}

@@ -19,8 +19,7 @@ func checkShards(t *testing.T, c *Counter) int {
 		sh := &c.shards[si]
 		sh.mu.Lock()
 		n := 0
-		for i, ks := range sh.keys {
-			k := ks.key
+		for i, k := range sh.keys {
 			if k == 0 {
 				continue
 			}
@@ -227,6 +226,44 @@ func TestFullPassDue(t *testing.T) {
 			step(fullEvery * DefaultFlushInterval)
 			if n := checkShards(t, c); n != 0 {
 				t.Errorf("%d keys held after two idle periods", n)
+			}
+		})
+	}
+}
+
+// TestShaperLeaseAtMostBurst: a lone node that spent a gcra key's lease
+// slowly asks again with part of it held; Redis has refilled the bucket
+// meanwhile and grants a full one. The node keeps at most the burst, so a
+// burst after a quiet spell gets the burst (plus the one event a node may
+// admit while a grant is on the way), not the burst plus what was held.
+func TestShaperLeaseAtMostBurst(t *testing.T) {
+	for _, alg := range []counting.Algorithm{counting.GCRA, counting.TokenBucket} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := t0
+			st := newFakeStore(clock)
+			f, _ := newTestFleet(t, "a", st, &clock)
+			c, _ := f.Counter(Rule{Name: "b", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 60, Burst: 10}})
+			advance := func(d time.Duration) {
+				clock = clock.Add(d)
+				st.mu.Lock()
+				st.now = clock.UnixMicro()
+				st.mu.Unlock()
+			}
+			for range 6 { // slow use: the lease is asked again half spent
+				c.Admit(9, 1, clock.UnixNano())
+				f.Flush(context.Background())
+				advance(2 * time.Second)
+			}
+			advance(20 * time.Second)
+			f.Flush(context.Background())
+			n := 0
+			for range 30 {
+				if !c.Admit(9, 1, clock.UnixNano()).Exceeded {
+					n++
+				}
+			}
+			if n > 11 {
+				t.Errorf("a burst after a quiet spell admitted %d against a burst of 10", n)
 			}
 		})
 	}
