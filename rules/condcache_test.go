@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/guardd/guardd/characteristics"
 )
@@ -34,7 +35,7 @@ func TestConditionCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opa, err := Load(fsys, Options{DisableNative: true})
+	opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

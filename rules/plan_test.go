@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/characteristics"
@@ -222,7 +223,7 @@ func TestPlanOverflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opa, err := Load(fsys, Options{DisableNative: true})
+	opa, err := Load(fsys, Options{DisableNative: true, EvalTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
