@@ -3,9 +3,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +34,15 @@ func TestDaemonFleet(t *testing.T) {
 			st := td.d.status().(statusJSON)
 			return st.Fleet != nil && st.Fleet.Sync.Loaded && st.Fleet.Counting.LiveNodes == 2
 		})
+	}
+	// guardd status shows each Redis endpoint's breaker: standalone is one.
+	st := ds[0].d.status().(statusJSON)
+	b, err := json.Marshal(st.Fleet.Counting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`"Endpoints":[{"Name":%q,"Breaker":"closed","Slots":16384}]`, srv.Addr); !strings.Contains(string(b), want) {
+		t.Errorf("fleet status %s: want %s", b, want)
 	}
 	if code, _ := ds[1].decide(t, "203.0.113.77", "/"); code != http.StatusNoContent && code != http.StatusOK {
 		t.Fatalf("edge-2 answers %d before any mitigation", code)
