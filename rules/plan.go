@@ -334,10 +334,9 @@ func (p *plan) begin(e *characteristics.Event, b *bitState) {
 func (p *plan) run(e *characteristics.Event, st *state) {
 	b := &st.bits
 	alive := p.alive(b)
-	for w, v := range alive {
-		for v != 0 {
+	for w := range alive {
+		for v := alive[w]; v != 0; v &= v - 1 {
 			p.try(w<<6|bits.TrailingZeros64(v), e, st)
-			v &= v - 1
 		}
 	}
 	for a := maxAlts; a < len(p.alts); a++ {
@@ -350,29 +349,25 @@ func (p *plan) try(a int, e *characteristics.Event, st *state) {
 	alt := &p.alts[a]
 	b := &st.bits
 	pw, pm := alt.pred>>6, uint64(1)<<(alt.pred&63)
-	if b.preds[pw]&pm != 0 {
-		return
-	}
 	k, v := &b.known, &b.val
-	if alt.mask[0]&k[0]&^v[0]|alt.mask[1]&k[1]&^v[1]|alt.mask[2]&k[2]&^v[2]|alt.mask[3]&k[3]&^v[3] != 0 {
-		return // a condition it needs is known to fail
+	if b.preds[pw]&pm != 0 ||
+		alt.mask[0]&k[0]&^v[0]|alt.mask[1]&k[1]&^v[1]|alt.mask[2]&k[2]&^v[2]|alt.mask[3]&k[3]&^v[3] != 0 {
+		return // its predicate holds, or a condition it needs is known to fail
 	}
 	for _, c := range p.bits[alt.from:alt.to] {
-		if c >= maxBits {
+		if c < maxBits {
+			i, m := c>>6&(words-1), uint64(1)<<(c&63)
+			if k[i]&m != 0 {
+				continue // known to hold: the mask test passed
+			}
+			k[i] |= m
 			if !p.conds[c](e, st) {
 				return
 			}
-			continue
-		}
-		i, m := c>>6&(words-1), uint64(1)<<(c&63)
-		if k[i]&m != 0 {
-			continue // known to hold: the mask test passed
-		}
-		k[i] |= m
-		if !p.conds[c](e, st) {
+			v[i] |= m
+		} else if !p.conds[c](e, st) {
 			return
 		}
-		v[i] |= m
 	}
 	b.preds[pw] |= pm
 }

@@ -198,3 +198,59 @@ func TestMemoShortKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanOverflow: a library larger than the plan's bit sets (more than 64
+// conditions on one field, more than maxBits conditions, more than maxAlts
+// alternatives) evaluates the rest without bits, and agrees with OPA and
+// with no memo, event after event.
+func TestPlanOverflow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a large rule set twice")
+	}
+	fsys := fstest.MapFS{}
+	for i := range 12 {
+		var body strings.Builder
+		for j := range 30 {
+			n := i*30 + j
+			fmt.Fprintf(&body, "count if startswith(input.http.path, \"/p%d/\")\n", n)
+			fmt.Fprintf(&body, "count if {\n\tinput.http.method == \"M%d\"\n\tendswith(input.http.user_agent, \"u%d\")\n}\n", n, n)
+		}
+		mod := strings.Replace(opModule(`false`), "package guardd.rules.op", fmt.Sprintf("package guardd.rules.r%d", i), 1) + body.String()
+		fsys[fmt.Sprintf("r%d.rego", i)] = &fstest.MapFile{Data: []byte(mod)}
+	}
+	native, err := Load(fsys, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opa, err := Load(fsys, Options{DisableNative: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(native.plan.conds); n <= maxBits {
+		t.Fatalf("%d conditions, want more than %d", n, maxBits)
+	}
+	if n := len(native.plan.alts); n <= maxAlts {
+		t.Fatalf("%d alternatives, want more than %d", n, maxAlts)
+	}
+	var memo, none, mo Matches
+	none.st.bits.noMemo = true
+	for round := range 3 {
+		for _, n := range []int{0, 5, 29, 64, 65, 130, 200, 255, 256, 300, 359} {
+			for _, e := range []characteristics.Event{
+				{Method: "GET", Path: fmt.Sprintf("/p%d/x", n), UserAgent: "a"},
+				{Method: fmt.Sprintf("M%d", n), Path: "/", UserAgent: fmt.Sprintf("xu%d", n)},
+				{Method: fmt.Sprintf("M%d", n), Path: "/", UserAgent: "xu"},
+			} {
+				native.Eval(&e, &memo)
+				native.Eval(&e, &none)
+				opa.Eval(&e, &mo)
+				for i, r := range native.Rules() {
+					if memo.Count(i) != mo.Count(i) || none.Count(i) != mo.Count(i) {
+						t.Fatalf("round %d, %s %s %s: %s memo %v, no memo %v, OPA %v",
+							round, e.Method, e.Path, e.UserAgent, r.Name, memo.Count(i), none.Count(i), mo.Count(i))
+					}
+				}
+			}
+		}
+	}
+}

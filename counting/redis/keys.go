@@ -7,12 +7,12 @@ import (
 
 // A Counter's keys live in counterShards shards, each an open-addressing
 // hash table (linear probing, backward-shift deletion) as counting.Table
-// is, with the keys in one array (probed, four to a cache line, each with
-// the time the flush loop must next look at it) and their ledgers inline
-// at the same index in another: a decision costs a probe and one ledger,
-// not a map lookup and a pointer to chase, and the flush loop's pass over
-// every key reads the small array in order and only the ledgers that are
-// due. A slot moves when
+// is, with the keys in one array (probed, eight to a cache line), the
+// times the flush loop must next look at them in a second and their
+// ledgers inline at the same index in a third: a decision costs a probe
+// and one ledger, not a map lookup and a pointer to chase, and the flush
+// loop's pass over every key reads the small arrays in order and only the
+// ledgers that are due (Counter.dueLocked). A slot moves when
 // its shard grows or a key before it is deleted, so nothing keeps a pointer
 // to a ledger beyond the shard's lock: the flush keeps the key and the
 // slot's generation, and looks the key up again to settle it.
@@ -27,7 +27,8 @@ const minSlots = 8
 
 type cshard struct {
 	mu   sync.Mutex
-	keys []kslot
+	keys []uint64   // 0: empty slot
+	due  []int64    // at the key's index: see Counter.dueLocked
 	ls   []keyState // ledgers, at their key's index
 	n    int        // keys held
 	gen  uint32     // generations handed out
@@ -40,15 +41,6 @@ type cshard struct {
 	// new key, and not kept.
 	spare keyState
 	_     [64]byte // keep neighbouring shards' locks off one cache line
-}
-
-// kslot is one slot's key and the Redis time (µs) from which a full pass
-// must look at its ledger: 0 once anything happened to it (an Add, a
-// reply), else when its lease's window closes or it may be forgotten (see
-// Counter.dueLocked).
-type kslot struct {
-	key uint64 // 0: empty slot
-	due int64
 }
 
 // shardOf returns the shard of a stored key (never 0).
@@ -69,7 +61,7 @@ func (sh *cshard) findLocked(key uint64) (int, bool) {
 	n := len(sh.keys)
 	i := home(key, n)
 	for {
-		k := sh.keys[i].key
+		k := sh.keys[i]
 		if k == key {
 			return i, true
 		}
@@ -101,26 +93,26 @@ func (sh *cshard) insertLocked(key uint64, maxSlots int) int {
 	}
 	i, _ := sh.findLocked(key)
 	sh.gen++
-	sh.keys[i] = kslot{key: key}
+	sh.keys[i], sh.due[i] = key, 0
 	sh.ls[i] = keyState{gen: sh.gen}
 	sh.n++
 	return i
 }
 
 func (sh *cshard) growLocked(n int) {
-	keys, ls := sh.keys, sh.ls
-	sh.keys, sh.ls = make([]kslot, n), make([]keyState, n)
+	keys, due, ls := sh.keys, sh.due, sh.ls
+	sh.keys, sh.due, sh.ls = make([]uint64, n), make([]int64, n), make([]keyState, n)
 	for j, k := range keys {
-		if k.key == 0 {
+		if k == 0 {
 			continue
 		}
-		i := home(k.key, n)
-		for sh.keys[i].key != 0 {
+		i := home(k, n)
+		for sh.keys[i] != 0 {
 			if i++; i == n {
 				i = 0
 			}
 		}
-		sh.keys[i], sh.ls[i] = k, ls[j]
+		sh.keys[i], sh.due[i], sh.ls[i] = k, due[j], ls[j]
 	}
 }
 
@@ -134,15 +126,15 @@ func (sh *cshard) deleteLocked(i int) {
 			j = 0
 		}
 		k := sh.keys[j]
-		if k.key == 0 {
+		if k == 0 {
 			break
 		}
-		if h := home(k.key, n); !homeIn(h, i, j) {
-			sh.keys[i], sh.ls[i] = k, sh.ls[j]
+		if h := home(k, n); !homeIn(h, i, j) {
+			sh.keys[i], sh.due[i], sh.ls[i] = k, sh.due[j], sh.ls[j]
 			i = j
 		}
 	}
-	sh.keys[i], sh.ls[i] = kslot{}, keyState{}
+	sh.keys[i], sh.due[i], sh.ls[i] = 0, 0, keyState{}
 	sh.n--
 }
 

@@ -19,8 +19,7 @@ func checkShards(t *testing.T, c *Counter) int {
 		sh := &c.shards[si]
 		sh.mu.Lock()
 		n := 0
-		for i, ks := range sh.keys {
-			k := ks.key
+		for i, k := range sh.keys {
 			if k == 0 {
 				continue
 			}

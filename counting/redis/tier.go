@@ -705,7 +705,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	if !ks.inLease() {
 		sh.queueLocked(key, ks)
 		if slot >= 0 {
-			sh.keys[slot].due = 0
+			sh.due[slot] = 0
 		}
 	}
 	sh.mu.Unlock()
@@ -782,7 +782,7 @@ func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, in
 
 func (c *Counter) sweepLocked(sh *cshard, now int64) {
 	for i := 0; i < len(sh.keys); {
-		if ks := &sh.ls[i]; sh.keys[i].key != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
+		if ks := &sh.ls[i]; sh.keys[i] != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
 			sh.deleteLocked(i)
 			continue // a later slot may have moved into i
 		}
@@ -815,7 +815,7 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 				}
 			}
 			for i := 0; i < len(sh.keys); {
-				if k := sh.keys[i]; k.key == 0 || (k.due > now && !all) || sh.ls[i].pass == c.pass {
+				if sh.keys[i] == 0 || (sh.due[i] > now && !all) || sh.ls[i].pass == c.pass {
 					i++
 					continue
 				}
@@ -844,7 +844,7 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 // it again (it was used, or something is in flight). It reports whether it
 // deleted the key (forgotten after two idle periods).
 func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int) (deleted bool) {
-	k, ks := sh.keys[i].key, &sh.ls[i]
+	k, ks := sh.keys[i], &sh.ls[i]
 	ks.pass = c.pass
 	if again := c.judgeLocked(b, k, ks, now, nodes); again == forget {
 		sh.deleteLocked(i)
@@ -852,7 +852,7 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int)
 	} else if again == keep {
 		sh.queueLocked(k, ks)
 	}
-	sh.keys[i].due = c.dueLocked(ks, nodes)
+	sh.due[i] = c.dueLocked(ks, nodes)
 	return false
 }
 
@@ -993,7 +993,7 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 	}
 	ks := &sh.ls[i]
 	ks.asked = false
-	sh.keys[i].due = 0
+	sh.due[i] = 0
 	sh.queueLocked(r.key, ks)
 	ks.fly -= r.delta
 	if math.Abs(ks.fly) < 1e-9 {
