@@ -47,11 +47,12 @@ func (c *RequestCounter) CountRequest(ev *characteristics.Event) {
 	}
 	defer c.pool.Put(m)
 	m.Reset()
+	m.CountOnly = true // nothing here reads what mitigation expressions matched
 	p.engine.Prepare(ev, m)
 	rs := p.engine.Rules()
 	items := m.Items[:0]
 	for _, it := range m.Items {
-		if it.Count && rs[it.Rule].RequestTime {
+		if rs[it.Rule].RequestTime {
 			// The mitigation applies to the request through the store
 			// lookup that follows; here only the counter moves.
 			it.Mitigate = false

@@ -198,7 +198,7 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 // throttle rule: the request's action when no mitigation applies (a
 // mitigation outranks a throttle, as at the decision API). It reports
 // whether any mitigation applied.
-func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time, items []engine.Match, keys []byte, tv *throttle.Verdict) bool {
+func (r *Report) judge(client netip.Addr, allowed bool, t time.Time, mk engine.Mitigable, tv *throttle.Verdict) bool {
 	var cs *clientStats
 	if r.clients != nil && client.IsValid() {
 		cs = r.client(client)
@@ -209,25 +209,22 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time
 	}
 	applied := false
 	best := (*Mitigation)(nil)
-	if len(r.entries) > 0 {
+	if len(r.entries) > 0 && r.anyKey(mk.Keys()) {
 		// Rules keyed alike match with the same key: ask once per key.
 		var lastKey uint64
 		known, has := false, false
-		for _, it := range items {
-			if !it.Mitigate {
-				continue
-			}
-			if !known || it.Key != lastKey {
-				w, b := keyBit(it.Key)
+		for rule, key, ok := mk.Next(0); ok; rule, key, ok = mk.Next(rule + 1) {
+			if !known || key != lastKey {
+				w, b := keyBit(key)
 				if has = r.keyBits[w]&b != 0; has {
-					_, has = r.keyed[it.Key]
+					_, has = r.keyed[key]
 				}
-				lastKey, known = it.Key, true
+				lastKey, known = key, true
 			}
 			if !has {
 				continue
 			}
-			e := r.entries[reportKey{it.Rule, it.Key}]
+			e := r.entries[reportKey{int32(rule), key}]
 			if e == nil || !t.Before(e.Expires) {
 				continue
 			}
@@ -260,6 +257,17 @@ func (r *Report) judge(p *Pipeline, client netip.Addr, allowed bool, t time.Time
 		cs.rules = append(cs.rules, rule)
 	}
 	return applied
+}
+
+// anyKey reports whether a key of keys may be one of a mitigation: most
+// events have none, and end here on clear bits.
+func (r *Report) anyKey(keys []uint64) bool {
+	for _, k := range keys {
+		if w, b := keyBit(k); r.keyBits[w]&b != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Mitigations returns every mitigation made, ordered by first trip.

@@ -104,6 +104,8 @@ type eventRef struct {
 	// clo, chi: the request's throttle counts in batch.counts (a report
 	// that simulates throttle rules).
 	clo, chi uint32
+	// mit: the event's engine.Mitigable in batch.m (a report).
+	mit uint32
 }
 
 type batch struct {
@@ -309,6 +311,9 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 	p := cfg.Pipelines.Acquire()
 	b.p = p
 	b.m.Reset()
+	// What mitigation expressions matched is read only by a report's
+	// judge: the daemon's decision API evaluates them itself.
+	b.m.CountOnly = cfg.Report == nil
 	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
 	b.counts = b.counts[:0]
 	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
@@ -355,14 +360,12 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 		if cfg.Observe != nil {
 			cfg.Observe(ev)
 		}
-		lo := uint32(len(b.m.Items))
+		lo, mit := uint32(len(b.m.Items)), uint32(b.m.Mitigables())
 		p.engine.Prepare(ev, &b.m)
-		for _, it := range b.m.Items[lo:] {
-			if it.Count {
-				b.perRule[it.Rule]++
-			}
+		for i := range b.m.Items[lo:] {
+			b.perRule[b.m.Items[int(lo)+i].Rule]++ // each counts (the sequencer corrects for decision.count)
 		}
-		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP}
+		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP, mit: mit}
 		if cfg.Report != nil {
 			r.allowed = cfg.Store.Allowlisted(ev)
 			if limits != nil && !r.allowed {
@@ -435,7 +438,7 @@ func (s *sequencer) apply(b *batch) {
 		if e.chi > e.clo {
 			tv = cfg.Report.throttle(b.counts[e.clo:e.chi], e.client, t)
 		}
-		if cfg.Report != nil && cfg.Report.judge(p, e.client, e.allowed, t, items, b.m.Keys, tv) {
+		if cfg.Report != nil && cfg.Report.judge(e.client, e.allowed, t, p.engine.Mitigable(&b.m, int(e.mit)), tv) {
 			s.st.Mitigated++
 		}
 	}

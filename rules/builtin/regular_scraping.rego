@@ -8,7 +8,9 @@
 #   the volume rules' limits, and people browse in bursts. Distinct pages
 #   leave out monitors and pollers that ask for one or a few URLs at regular
 #   intervals; the many users of a NAT address each have their user agent,
-#   and together they are not regular.
+#   and together they are not regular. A request with a referer is not
+#   counted: a sleep loop sends none, while people following links and
+#   single-page apps calling their back end do.
 # custom:
 #   characteristics: [ip.src, http.user_agent]
 #   distinct: http.path
@@ -37,6 +39,7 @@ subresource := {"empty", "script", "style", "image", "font", "audio", "video", "
 
 count if {
 	not input.bot.verified
+	not input.http.referer
 	input.http.method in {"GET", "HEAD"}
 	not strings.any_suffix_match(lower(input.http.path), static)
 	not strings.any_prefix_match(lower(input.http.path), api)

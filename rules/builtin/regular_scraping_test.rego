@@ -35,3 +35,10 @@ test_ignores_verified_crawlers if {
 	not rule.count with input as object.union(page("/product/1"), {"bot": {"name": "googlebot", "verified": true}})
 	rule.count with input as object.union(page("/product/1"), {"bot": {"name": "googlebot"}})
 }
+
+# People following links and single-page apps calling their back end send a
+# referer; a sleep loop does not.
+test_ignores_requests_with_a_referer if {
+	not rule.count with input as object.union(page("/product/2"), {"http": {"referer": "https://shop.example/product/1"}})
+	not rule.count with input as object.union(page("/v1/items/42"), {"http": {"referer": "https://shop.example/app"}})
+}

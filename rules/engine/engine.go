@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -29,12 +30,12 @@ type Config struct {
 	Rules *rules.Set
 	// MaxKeys caps each rule's counter table; 0 means counting's default.
 	MaxKeys int
-	// CountOnly makes Prepare leave out the matches of rules whose
-	// mitigation expression alone matched, which Apply skips: for a caller
-	// that never reads them (only a replay's report judges requests by
-	// them; the daemon's decision API evaluates mitigation expressions
-	// itself). Most rules' mitigation expressions match most requests, so
-	// it is most of the matches.
+	// CountOnly makes Prepare leave out what the event's mitigation
+	// expressions matched (Matches.Mitigable), which Apply never reads:
+	// for a caller that never reads it (only a replay's report judges
+	// requests by it; the daemon's decision API evaluates mitigation
+	// expressions itself). Matches.CountOnly does the same for the events
+	// of one Matches.
 	CountOnly bool
 }
 
@@ -79,6 +80,8 @@ type Engine struct {
 	chars  []characteristics.Characteristic
 	groups [][]int32
 	plan   []rulePlan
+	// words is how many uint64 hold a bit per rule.
+	words int
 
 	onCount func(Counted) // see SetOnCount
 
@@ -102,6 +105,7 @@ func (e *Engine) planKeys() {
 		return int32(len(e.chars) - 1)
 	}
 	e.plan = make([]rulePlan, len(e.rules))
+	e.words = (len(e.rules) + 63) / 64
 	for i, r := range e.rules {
 		e.plan[i] = rulePlan{group: -1, distinct: -1, score: r.Score}
 		if r.Action == mitigation.ActionThrottle {
@@ -228,11 +232,11 @@ func (e *Engine) Forget(i int, key uint64) (ok bool) {
 // ScopeOf turns the Values of a Counted of rule r into its scope.
 func ScopeOf(r *rules.Rule, values []byte) []characteristics.Field { return scope(r, values) }
 
-// Match is one rule's verdict on one event, prepared for Apply.
+// Match is one rule's counting verdict on one event, prepared for Apply.
 type Match struct {
 	Rule     int32
-	Count    bool    // the counting expression matched
-	Mitigate bool    // the mitigation expression matched
+	Count    bool    // count it: the counting expression matched (a caller may clear it)
+	Mitigate bool    // the mitigation expression matched too
 	N        float64 // what to add: 1, or the rule's score
 	Value    uint64  // for a distinct rule, the hash of the distinct value
 	Key      uint64
@@ -243,9 +247,24 @@ type Match struct {
 // Matches holds the matches of a run of events. Reuse it: Reset keeps its
 // memory. Not safe for concurrent use.
 type Matches struct {
+	// Items are the matches of the rules whose counting expression matched.
 	Items []Match
 	Keys  []byte // characteristic values, each ended by 0xff
-	eval  rules.Matches
+	// CountOnly leaves out, for the events prepared into m, what their
+	// mitigation expressions matched, as Config.CountOnly does.
+	CountOnly bool
+
+	eval rules.Matches
+
+	// mit holds one record per event prepared without CountOnly: a bit
+	// per rule whose mitigation expression matched and whose key the
+	// event has (Engine.words words), then the hash of each key group
+	// (0 where the event has none). Most rules' mitigation expressions
+	// match most events, and only a replay's report reads them, for the
+	// few keys it holds a mitigation on: a record of a few words costs
+	// much less than a Match per rule.
+	mit  []uint64
+	mitN int
 
 	// The keys and values of the event being prepared, each made at most
 	// once: an entry is current when its stamp is the event's.
@@ -264,11 +283,16 @@ type keyed struct {
 }
 
 // Reset empties m.
-func (m *Matches) Reset() { m.Items, m.Keys = m.Items[:0], m.Keys[:0] }
+func (m *Matches) Reset() { m.Items, m.Keys, m.mit, m.mitN = m.Items[:0], m.Keys[:0], m.mit[:0], 0 }
 
-// Prepare evaluates every rule on ev and appends the matches to m. It returns
-// how many it appended. It reads no engine state and allocates nothing once m
-// has grown.
+// Mitigables returns how many events m holds a Mitigable of: the index
+// Engine.Mitigable takes for the next event prepared without CountOnly.
+func (m *Matches) Mitigables() int { return m.mitN }
+
+// Prepare evaluates every rule on ev and appends to m a match per rule whose
+// counting expression matched, and, unless CountOnly, what the mitigation
+// expressions matched (Mitigable). It returns how many matches it appended.
+// It reads no engine state and allocates nothing once m has grown.
 //
 // Rules keyed alike (most on ip.src) share one key and hash per event, and
 // a characteristic in several keys (ip.src alone, with the user agent, with
@@ -282,13 +306,21 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		m.groups = make([]keyed, len(e.groups))
 	}
 	m.stamp++
+	var rec []uint64 // the event's Mitigable
+	if !e.countOnly && !m.CountOnly {
+		off, n := len(m.mit), e.words+len(e.groups)
+		m.mit = slices.Grow(m.mit, n)[:off+n]
+		rec = m.mit[off:]
+		clear(rec[:e.words])
+		m.mitN++
+	}
 	for i := range e.plan {
 		p := &e.plan[i]
 		if p.group < 0 {
 			continue // a throttle rule: counted and decided per request by the decision API
 		}
 		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
-		if !cnt && (!mit || e.countOnly) {
+		if !cnt && (!mit || rec == nil) {
 			continue
 		}
 		g := &m.groups[p.group]
@@ -298,22 +330,24 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		if !g.ok { // an event without the characteristic cannot be keyed
 			continue
 		}
+		if mit && rec != nil {
+			rec[i>>6] |= 1 << (uint(i) & 63)
+		}
+		if !cnt {
+			continue
+		}
 		var value uint64
-		if p.distinct >= 0 && cnt {
+		if p.distinct >= 0 {
 			// Without the value there is nothing to count; the key may
 			// still be mitigated.
 			v := e.value(ev, m, p.distinct)
-			if v.ok {
-				if !v.hashed { // the value without its end
-					v.hash, v.hashed = counting.Hash(m.Keys[v.off:v.off+v.len-1]), true
-				}
-				value = v.hash
-			} else {
-				cnt = false
-				if !mit || e.countOnly {
-					continue
-				}
+			if !v.ok {
+				continue
 			}
+			if !v.hashed { // the value without its end
+				v.hash, v.hashed = counting.Hash(m.Keys[v.off:v.off+v.len-1]), true
+			}
+			value = v.hash
 		}
 		n := 1.0
 		if p.score != nil {
@@ -325,10 +359,59 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		}
 		m.Items = append(m.Items, Match{})
 		it := &m.Items[len(m.Items)-1]
-		it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), cnt, mit, n, value
+		it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), true, mit, n, value
 		it.Key, it.KeyOff, it.KeyLen = g.hash, g.off, g.len
 	}
+	if rec != nil {
+		keys := rec[e.words:]
+		for j := range keys {
+			if g := &m.groups[j]; g.stamp == m.stamp && g.ok {
+				keys[j] = g.hash
+			} else {
+				keys[j] = 0
+			}
+		}
+	}
 	return len(m.Items) - n0
+}
+
+// Mitigable is what one prepared event's mitigation expressions matched:
+// the rules, each with its key's hash, in rule order.
+type Mitigable struct {
+	bits []uint64 // per rule
+	keys []uint64 // per key group
+	plan []rulePlan
+}
+
+// Mitigable returns the Mitigable of the i-th event that e prepared into m
+// without CountOnly since its Reset (Matches.Mitigables before the
+// event's Prepare); m's events must all be e's.
+func (e *Engine) Mitigable(m *Matches, i int) Mitigable {
+	n := e.words + len(e.groups)
+	rec := m.mit[i*n : (i+1)*n]
+	return Mitigable{bits: rec[:e.words], keys: rec[e.words:], plan: e.plan}
+}
+
+// Keys returns the hashes of the event's keys, one per key group the rules
+// share, 0 where the event has none (or a hash that is 0): a caller holding
+// none of them has nothing to look up rule by rule.
+func (k *Mitigable) Keys() []uint64 { return k.keys }
+
+// Next returns the first rule from index from on whose mitigation
+// expression matched the event, and the hash of its key; ok is false when
+// there is none.
+func (k *Mitigable) Next(from int) (rule int, key uint64, ok bool) {
+	for w := from >> 6; w < len(k.bits); w++ {
+		b := k.bits[w]
+		if w == from>>6 {
+			b &^= 1<<(uint(from)&63) - 1
+		}
+		if b != 0 {
+			rule = w<<6 | bits.TrailingZeros64(b)
+			return rule, k.keys[k.plan[rule].group], true
+		}
+	}
+	return 0, 0, false
 }
 
 // value returns characteristic c's value in ev, made once per event: its

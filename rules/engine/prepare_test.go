@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"testing"
 	"testing/fstest"
 
@@ -139,7 +140,7 @@ func TestPrepareMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m engine.Matches
-	total, countedTotal := 0, 0
+	total, countedTotal, mitTotal := 0, 0, 0
 	for i := range events {
 		ev := &events[i]
 		e, set := e, set
@@ -147,8 +148,27 @@ func TestPrepareMatchesReference(t *testing.T) {
 			e, set = e2, set2
 		}
 		m.Reset()
+		if i%3 == 1 { // an earlier event in m: the Mitigable is the second
+			e.Prepare(&events[(i+7)%len(events)], &m)
+			m.Items = m.Items[:0]
+		}
+		mi := m.Mitigables()
 		e.Prepare(ev, &m)
-		want, keys := reference(e, set, ev)
+		all, allKeys := reference(e, set, ev)
+		// The matches are those of the counting expressions, in rule
+		// order; what the mitigation expressions matched is in the
+		// event's Mitigable, with the same keys.
+		var want []engine.Match
+		var keys [][]byte
+		var wantMit []engine.Match
+		for j, w := range all {
+			if w.Count {
+				want, keys = append(want, w), append(keys, allKeys[j])
+			}
+			if w.Mitigate {
+				wantMit = append(wantMit, w)
+			}
+		}
 		if len(m.Items) != len(want) {
 			t.Fatalf("event %d: %d matches, want %d:\n%+v\n%+v", i, len(m.Items), len(want), m.Items, want)
 		}
@@ -159,12 +179,39 @@ func TestPrepareMatchesReference(t *testing.T) {
 				t.Fatalf("event %d, rule %s: match %+v key %q, want %+v key %q", i, e.Rules()[it.Rule].Name, it, got, want[j], keys[j])
 			}
 		}
-		total += len(want)
+		if m.Mitigables() != mi+1 {
+			t.Fatalf("event %d: %d Mitigables after Prepare, want %d", i, m.Mitigables(), mi+1)
+		}
+		mk := e.Mitigable(&m, mi)
+		j := 0
+		for r, key, ok := mk.Next(0); ok; r, key, ok = mk.Next(r + 1) {
+			if j >= len(wantMit) || int32(r) != wantMit[j].Rule || key != wantMit[j].Key {
+				t.Fatalf("event %d: mitigable rule %d key %x, want %+v", i, r, key, wantMit)
+			}
+			if !slices.Contains(mk.Keys(), key) {
+				t.Fatalf("event %d: key %x of rule %d not among the event's keys %x", i, key, r, mk.Keys())
+			}
+			j++
+		}
+		if j != len(wantMit) {
+			t.Fatalf("event %d: %d mitigable rules, want %+v", i, j, wantMit)
+		}
+		mitTotal += j
+		total += len(all)
 		if e != counted && i%5 != 4 {
 			m.Reset()
-			counted.Prepare(ev, &m)
+			if i%2 == 0 {
+				counted.Prepare(ev, &m)
+			} else { // the same, asked of the Matches
+				m.CountOnly = true
+				e.Prepare(ev, &m)
+				m.CountOnly = false
+			}
+			if m.Mitigables() != 0 {
+				t.Fatalf("event %d: CountOnly made a Mitigable", i)
+			}
 			j := 0
-			for k, w := range want {
+			for k, w := range all {
 				if !w.Count {
 					continue
 				}
@@ -174,7 +221,7 @@ func TestPrepareMatchesReference(t *testing.T) {
 				it := m.Items[j]
 				got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
 				it.KeyOff, it.KeyLen = 0, 0
-				if it != w || !bytes.Equal(got, keys[k]) {
+				if it != w || !bytes.Equal(got, allKeys[k]) {
 					t.Fatalf("event %d, CountOnly: match %+v key %q, want %+v key %q", i, it, got, w, keys[k])
 				}
 				j++
@@ -184,6 +231,9 @@ func TestPrepareMatchesReference(t *testing.T) {
 			}
 			countedTotal += j
 		}
+	}
+	if mitTotal == 0 {
+		t.Fatal("no mitigation expression matched: the test proves little")
 	}
 	if countedTotal == 0 {
 		t.Fatal("CountOnly was tested on no counted match")

@@ -78,6 +78,35 @@ func TestBuiltinRegularScraping(t *testing.T) {
 		}
 	})
 
+	// A single-page app calling its back end outside the known API
+	// prefixes, a new item every 200 ms like a clock, logged to the
+	// millisecond: regular and many distinct paths, but with the app's
+	// page as referer.
+	t.Run("single-page app, regular calls to many paths", func(t *testing.T) {
+		e, _ := engine.New(engine.Config{Rules: set})
+		evs := loop(3000, 200*time.Millisecond, 0, func(i int) string { return fmt.Sprintf("/v1/items/%d", i) }, chrome, 12)
+		for i := range evs {
+			evs[i].referer = "https://shop.example/app"
+		}
+		if run(t, e, evs, false) {
+			t.Error("tripped on a single-page app")
+		}
+	})
+
+	// People clicking through a gallery send the previous page as referer.
+	t.Run("gallery clicked at a steady 3-5 s, with referers", func(t *testing.T) {
+		e, _ := engine.New(engine.Config{Rules: set})
+		evs := loop(60, 3*time.Second, 2*time.Second, func(i int) string { return fmt.Sprintf("/gallery/%d", i) }, chrome, 13)
+		for i := range evs {
+			if i > 0 {
+				evs[i].referer = "https://shop.example" + evs[i-1].path
+			}
+		}
+		if run(t, e, evs, true) {
+			t.Error("tripped on a person clicking through a gallery")
+		}
+	})
+
 	// A CGNAT address: forty people with one phone model, each reading
 	// pages at human intervals, merged.
 	t.Run("CGNAT, one user agent", func(t *testing.T) {
@@ -101,6 +130,7 @@ type event struct {
 	at       time.Duration
 	path, ua string
 	verified bool
+	referer  string
 }
 
 // run feeds events of one client to e and reports whether
@@ -116,6 +146,7 @@ func run(t *testing.T, e *engine.Engine, evs []event, round bool) bool {
 			at = at.Truncate(time.Second)
 		}
 		ev := characteristics.Event{Time: at, IP: netip.MustParseAddr("203.0.113.50"), Method: "GET", Path: v.path, Status: 200, UserAgent: v.ua}
+		ev.Referer = v.referer
 		if v.verified {
 			ev.Bot = characteristics.Bot{Name: "googlebot", Verified: true}
 		}
