@@ -283,7 +283,9 @@ func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, 
 	}
 	lw = testutil.ToFloat64(nodes[0].c[m].leaseDecisions) + testutil.ToFloat64(nodes[1].c[m].leaseDecisions) - lw
 	t.Logf("%s: %d of %d admitted across two nodes, limit %d (%v lease waits)", what, got, 3*limit, limit, lw)
-	if got > limit+3 || got < limit*90/100 {
+	// -short (the -race pass, on a loaded machine) checks only the over
+	// side, as TestStandaloneThreeNodes does.
+	if got > limit+3 || got < limit*90/100 && !testing.Short() {
 		t.Errorf("%s: admitted %d across two nodes, want the limit %d (fleet counting)", what, got, limit)
 	}
 }
@@ -353,12 +355,21 @@ func TestClusterFailover(t *testing.T) {
 	})
 	t.Logf("endpoints after the failover: %+v", f.Status().Endpoints)
 	key := "guardd:{fo:" + strconv.FormatUint(dead, 16) + "}"
+	var last counting.Result
+	var lastV string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last Add %+v, count on the new master %q, status %+v, flushes ok %v error %v timeout %v skipped %v",
+				last, lastV, f.Status(), testutil.ToFloat64(f.met.flushes.WithLabelValues("ok")), testutil.ToFloat64(f.met.flushes.WithLabelValues("error")),
+				testutil.ToFloat64(f.met.flushes.WithLabelValues("timeout")), testutil.ToFloat64(f.met.flushes.WithLabelValues("skipped")))
+		}
+	}()
 	redistest.WaitFor(t, 60*time.Second, "the key counted on the new master", func() bool {
-		if c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
+		if last = c.Add(dead, 1, time.Now().UnixNano()); last.Exceeded {
 			return false
 		}
-		v, _ := replicas[victim].Cmd("HGET", key, "c")
-		n, _ := strconv.ParseFloat(v, 64)
+		lastV, _ = replicas[victim].Cmd("HGET", key, "c")
+		n, _ := strconv.ParseFloat(lastV, 64)
 		return n > 0
 	})
 }
@@ -409,17 +420,7 @@ func TestClusterPartition(t *testing.T) {
 	for _, s := range cl {
 		addrs = append(addrs, s.Addr)
 	}
-	if out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes")...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	redistest.WaitFor(t, 30*time.Second, "cluster_state:ok on every master", func() bool {
-		for _, s := range cl {
-			if ci, err := s.Cmd("CLUSTER", "INFO"); err != nil || !strings.Contains(ci, "cluster_state:ok") {
-				return false
-			}
-		}
-		return true
-	})
+	redistest.CreateCluster(t, cl, 0)
 	const victim = 0
 	dead := keyOnMaster(t, cl, "cp", victim, 1)
 	live := keyOnMaster(t, cl, "cp", 1, 1)

@@ -127,6 +127,11 @@ func NewConn(opt Options) (*Conn, error) {
 	return c, nil
 }
 
+// topologyRefresh is how often the client re-reads which server is master
+// (Sentinel) or which master serves each slot (Cluster), besides reacting
+// to events and redirections.
+const topologyRefresh = 2 * time.Second
+
 // connect returns the client, making it if needed. Only one attempt runs
 // at a time; others fail fast rather than queue behind a dial.
 func (c *Conn) connect() (rueidis.Client, error) {
@@ -156,7 +161,18 @@ func (c *Conn) connect() (rueidis.Client, error) {
 	case Standalone:
 		o.ForceSingleClient = true
 	case Sentinel:
-		o.Sentinel = rueidis.SentinelOption{MasterSet: c.opt.MasterName, Username: c.opt.Username, Password: c.opt.Password}
+		// The sentinel client follows +switch-master events; the periodic
+		// check recovers from a missed one, which would otherwise bind the
+		// client to a demoted master for good.
+		o.Sentinel = rueidis.SentinelOption{MasterSet: c.opt.MasterName, Username: c.opt.Username, Password: c.opt.Password,
+			TopologyRefreshInterval: topologyRefresh}
+	case Cluster:
+		// The cluster client re-reads the slots on MOVED and when a
+		// connection closes; the periodic scan also catches a failover
+		// whose new master it has not been sent to yet, so that the
+		// breaker of the promoted replica's endpoint is not fed errors
+		// from the dead master.
+		o.ClusterOption.ShardsRefreshInterval = topologyRefresh
 	}
 	cl, err := rueidis.NewClient(o)
 	if err != nil {

@@ -283,27 +283,46 @@ func cluster(t TB, replicas int, extra ...string) []*Server {
 	t.Helper()
 	Need(t, "redis-server", "redis-cli")
 	var nodes []*Server
-	var addrs []string
 	for range 3 * (1 + replicas) {
 		port := FreePort(t)
 		s := Start(t, port, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
 			"--cluster-node-timeout", "2000"}, extra...)...)
 		nodes = append(nodes, s)
-		addrs = append(addrs, s.Addr)
+	}
+	CreateCluster(t, nodes, replicas)
+	return nodes
+}
+
+// CreateCluster joins nodes (started with cluster mode on) with redis-cli
+// --cluster create, replicas replicas per master, and waits for
+// cluster_state:ok on every node. A failed create (it can time out on a
+// loaded machine) is retried twice after CLUSTER RESET HARD on every node.
+func CreateCluster(t TB, nodes []*Server, replicas int) {
+	t.Helper()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
 	if replicas > 0 {
 		args = append(args, "--cluster-replicas", strconv.Itoa(replicas))
 	}
-	out, err := exec.Command("redis-cli", append(args, "--cluster-yes")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	WaitFor(t, 20*time.Second, "cluster_state:ok on every node", func() bool {
+	for try := 1; ; try++ {
+		out, err := exec.Command("redis-cli", append(args, "--cluster-yes")...).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("redis-cli --cluster create (%d tries): %v\n%s", try, err, out)
+		}
+		t.Logf("redis-cli --cluster create: %v, resetting the nodes and trying again:\n%s", err, out)
 		for _, n := range nodes {
-			if v, err := n.Info("cluster", "cluster_enabled"); err != nil || v != "1" {
-				return false
-			}
+			n.Cmd("FLUSHALL")
+			n.Cmd("CLUSTER", "RESET", "HARD")
+		}
+	}
+	WaitFor(t, 30*time.Second, "cluster_state:ok on every node", func() bool {
+		for _, n := range nodes {
 			ci, err := n.Cmd("CLUSTER", "INFO")
 			if err != nil || !strings.Contains(ci, "cluster_state:ok") {
 				return false
@@ -311,5 +330,4 @@ func cluster(t TB, replicas int, extra ...string) []*Server {
 		}
 		return true
 	})
-	return nodes
 }
