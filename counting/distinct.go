@@ -77,6 +77,34 @@ type DistinctConfig struct {
 	Shards  int
 }
 
+// shardLayout divides a table of maxKeys keys (0: DefaultMaxKeys), of
+// which a key of this table takes share, over shards (0: DefaultShards,
+// fewer for a small table): it returns the number of shards, a power of
+// two, the keys each may hold, and the shift that picks a shard from the
+// top bits of a key's hash (64 for one shard).
+func shardLayout(maxKeys, share, shards int) (n, perShard int, shift uint) {
+	if maxKeys == 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	maxKeys = max(maxKeys/share, 1)
+	n = shards
+	if n == 0 {
+		n = DefaultShards
+		for n > 1 && maxKeys/n < 64 {
+			n /= 2
+		}
+	}
+	n = 1 << bits.Len(uint(n-1))
+	for n > maxKeys {
+		n /= 2
+	}
+	shift = uint(64 - bits.TrailingZeros(uint(n)))
+	if n == 1 {
+		shift = 64
+	}
+	return n, maxKeys / n, shift
+}
+
 // NewDistinct validates cfg and returns an empty table.
 func NewDistinct(cfg DistinctConfig) (*Distinct, error) {
 	if cfg.Period <= 0 || cfg.Period > MaxPeriod {
@@ -90,27 +118,8 @@ func NewDistinct(cfg DistinctConfig) (*Distinct, error) {
 	}
 	// A key is nine times a Table slot: the cap is an eighth of Table's,
 	// which keeps a full table near 57 MB at the default.
-	maxKeys := cfg.MaxKeys
-	if maxKeys == 0 {
-		maxKeys = DefaultMaxKeys
-	}
-	maxKeys = max(maxKeys/8, 1)
-	n := cfg.Shards
-	if n == 0 {
-		n = DefaultShards
-		for n > 1 && maxKeys/n < 64 {
-			n /= 2
-		}
-	}
-	n = 1 << bits.Len(uint(n-1))
-	for n > maxKeys {
-		n /= 2
-	}
-	d := &Distinct{period: int64(cfg.Period), limit: cfg.Limit, shift: uint(64 - bits.TrailingZeros(uint(n))),
-		cap: maxKeys / n, shards: make([]dshard, n)}
-	if n == 1 {
-		d.shift = 64
-	}
+	n, perShard, shift := shardLayout(cfg.MaxKeys, 8, cfg.Shards)
+	d := &Distinct{period: int64(cfg.Period), limit: cfg.Limit, shift: shift, cap: perShard, shards: make([]dshard, n)}
 	d.maxSlot = d.cap*3/2 + 1
 	for i := range d.shards {
 		d.shards[i].rng = uint64(i)*zeroKey + 1

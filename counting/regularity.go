@@ -97,27 +97,9 @@ func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
 	// A key is about five Table slots: the cap is a quarter of Table's,
 	// which keeps a full table near 60 MB at the default
 	// (152 bytes a slot, half again as many slots as keys).
-	maxKeys := cfg.MaxKeys
-	if maxKeys == 0 {
-		maxKeys = DefaultMaxKeys
-	}
-	maxKeys = max(maxKeys/4, 1)
-	n := cfg.Shards
-	if n == 0 {
-		n = DefaultShards
-		for n > 1 && maxKeys/n < 64 {
-			n /= 2
-		}
-	}
-	n = 1 << bits.Len(uint(n-1))
-	for n > maxKeys {
-		n /= 2
-	}
+	n, perShard, shift := shardLayout(cfg.MaxKeys, 4, cfg.Shards)
 	r := &Regularity{gap: int64(cfg.Gap), minEvents: cfg.MinEvents, maxCV: cfg.MaxCV,
-		shift: uint(64 - bits.TrailingZeros(uint(n))), cap: maxKeys / n, shards: make([]rshard, n)}
-	if n == 1 {
-		r.shift = 64
-	}
+		shift: shift, cap: perShard, shards: make([]rshard, n)}
 	r.maxSlot = r.cap*3/2 + 1
 	for i := range r.shards {
 		r.shards[i].rng = uint64(i)*zeroKey + 1
