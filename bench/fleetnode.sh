@@ -98,21 +98,28 @@ done
 declare -A rps cpus
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # clock ticks, user + system
 hz=$(getconf CLK_TCK)
+# fleet SUM: the fleet node's scripts and flushes so far (a Redis round
+# trip each), to report per request.
+fleet() { curl -s http://127.0.0.1:19503/metrics | awk '/^guardd_counting_redis_keys_flushed_total/ {k = $2} /^guardd_counting_redis_flushes_total\{outcome="ok"\}/ {f = $2} END {printf "%d %d", k, f}'; }
 for r in $(seq "$rounds"); do
   for mode in off on; do
     port=19500; [ $mode = on ] && port=19502
     g=${pids[1]}; [ $mode = on ] && g=${pids[2]}
+    read -r k0 f0 <<<"$(fleet)"
     g0=$(cpu "$g"); r0=$(cpu "$rpid"); t0=$(date +%s.%N)
     res=$(wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" "http://127.0.0.1:$port/v1/decide")
     v=$(awk '/Requests\/sec/ {print $2}' <<<"$res")
     p99=$(awk '$1 == "99%" {print $2}' <<<"$res")
     rps[$mode]="${rps[$mode]:-} $v"
     g1=$(cpu "$g"); r1=$(cpu "$rpid"); t1=$(date +%s.%N)
+    read -r k1 f1 <<<"$(fleet)"
     n=$(awk '/requests in/ {print $1}' <<<"$res")
     gus=$(awk -v a="$g0" -v b="$g1" -v n="$n" -v h="$hz" 'BEGIN {printf "%.1f", 1e6 * (b - a) / h / n}')
     rus=$(awk -v a="$r0" -v b="$r1" -v n="$n" -v h="$hz" 'BEGIN {printf "%.1f", 1e6 * (b - a) / h / n}')
     cpus[$mode]="${cpus[$mode]:-} $gus"
-    echo "round $r fleet $mode: $v requests/s, p99 $p99; CPU per request: guardd $gus µs, redis-server $rus µs"
+    extra=""
+    [ $mode = on ] && extra=$(awk -v k=$((k1 - k0)) -v f=$((f1 - f0)) -v n="$n" -v d="${dur%s}" 'BEGIN {printf "; %.3f scripts per request, %.0f flushes/s", k / n, f / d}')
+    echo "round $r fleet $mode: $v requests/s, p99 $p99; CPU per request: guardd $gus µs, redis-server $rus µs$extra"
   done
 done
 med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
