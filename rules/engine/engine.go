@@ -82,6 +82,10 @@ type Engine struct {
 	plan   []rulePlan
 	// words is how many uint64 hold a bit per rule.
 	words int
+	// keyed has a bit per rule Prepare keys (all but throttle rules);
+	// members, words per key group, a bit per rule keyed on the group.
+	keyed   []uint64
+	members []uint64
 
 	onCount func(Counted) // see SetOnCount
 
@@ -106,6 +110,7 @@ func (e *Engine) planKeys() {
 	}
 	e.plan = make([]rulePlan, len(e.rules))
 	e.words = (len(e.rules) + 63) / 64
+	e.keyed = make([]uint64, e.words)
 	for i, r := range e.rules {
 		e.plan[i] = rulePlan{group: -1, distinct: -1, score: r.Score}
 		if r.Action == mitigation.ActionThrottle {
@@ -121,8 +126,15 @@ func (e *Engine) planKeys() {
 			g = len(e.groups) - 1
 		}
 		e.plan[i].group = int32(g)
+		e.keyed[i>>6] |= 1 << (uint(i) & 63)
 		if r.Distinct != nil {
 			e.plan[i].distinct = char(*r.Distinct)
+		}
+	}
+	e.members = make([]uint64, len(e.groups)*e.words)
+	for i, p := range e.plan {
+		if p.group >= 0 {
+			e.members[int(p.group)*e.words+i>>6] |= 1 << (uint(i) & 63)
 		}
 	}
 }
@@ -271,6 +283,9 @@ type Matches struct {
 	stamp  uint64
 	values []keyed // per Engine.chars: one characteristic's value, ended
 	groups []keyed // per Engine.groups: a whole key, and its hash
+	// bits holds the event's counting, mitigation and keyed bits, a bit
+	// per rule each (Engine.words words).
+	bits []uint64
 }
 
 // keyed is a span of Matches.Keys made for one event.
@@ -297,7 +312,9 @@ func (m *Matches) Mitigables() int { return m.mitN }
 // Rules keyed alike (most on ip.src) share one key and hash per event, and
 // a characteristic in several keys (ip.src alone, with the user agent, with
 // the JA4) is formatted once: New numbered both, so nothing is compared per
-// event.
+// event. The rules' verdicts are taken as words of bits, so an event costs
+// a key per group its rules need and a match per rule that counts it, not
+// a step per rule.
 func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	e.set.Eval(ev, &m.eval)
 	n0 := len(m.Items)
@@ -305,74 +322,111 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 		m.values = make([]keyed, len(e.chars))
 		m.groups = make([]keyed, len(e.groups))
 	}
+	if len(m.bits) < 3*e.words {
+		m.bits = make([]uint64, 3*e.words)
+	}
 	m.stamp++
+	// The rules' verdicts as words, a bit per rule: walking the set bits
+	// visits the one or two rules that count an event rather than every
+	// rule, and the key groups are made from the words, not rule by rule.
+	cnt, mit, ok := m.bits[:e.words], m.bits[e.words:2*e.words], m.bits[2*e.words:3*e.words]
+	for w := range cnt {
+		c, mt := verdicts(&m.eval, w, len(e.rules))
+		cnt[w], mit[w], ok[w] = c&e.keyed[w], mt&e.keyed[w], 0
+	}
 	var rec []uint64 // the event's Mitigable
 	if !e.countOnly && !m.CountOnly {
 		off, n := len(m.mit), e.words+len(e.groups)
 		m.mit = slices.Grow(m.mit, n)[:off+n]
 		rec = m.mit[off:]
-		clear(rec[:e.words])
 		m.mitN++
 	}
-	for i := range e.plan {
-		p := &e.plan[i]
-		if p.group < 0 {
-			continue // a throttle rule: counted and decided per request by the decision API
-		}
-		cnt, mit := m.eval.Count(i), m.eval.Mitigate(i)
-		if !cnt && (!mit || rec == nil) {
-			continue
-		}
-		g := &m.groups[p.group]
-		if g.stamp != m.stamp {
-			e.makeKey(ev, m, p.group)
-		}
-		if !g.ok { // an event without the characteristic cannot be keyed
-			continue
-		}
-		if mit && rec != nil {
-			rec[i>>6] |= 1 << (uint(i) & 63)
-		}
-		if !cnt {
-			continue
-		}
-		var value uint64
-		if p.distinct >= 0 {
-			// Without the value there is nothing to count; the key may
-			// still be mitigated.
-			v := e.value(ev, m, p.distinct)
-			if !v.ok {
-				continue
+	// Make the key of every group a rule needs, each once; ok gets the
+	// rules whose key the event has.
+	for g := range e.groups {
+		members := e.members[g*e.words : (g+1)*e.words]
+		var need uint64
+		for w, b := range members {
+			x := cnt[w]
+			if rec != nil {
+				x |= mit[w]
 			}
-			if !v.hashed { // the value without its end
-				v.hash, v.hashed = counting.Hash(m.Keys[v.off:v.off+v.len-1]), true
-			}
-			value = v.hash
+			need |= x & b
 		}
-		n := 1.0
-		if p.score != nil {
-			if v, ok := p.score.Num(ev); ok {
-				n = v
-			} else {
-				n = 0
+		var hash uint64
+		if need != 0 {
+			if k := e.makeKey(ev, m, int32(g)); k.ok {
+				hash = k.hash
+				for w, b := range members {
+					ok[w] |= b
+				}
 			}
 		}
-		m.Items = append(m.Items, Match{})
-		it := &m.Items[len(m.Items)-1]
-		it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), true, mit, n, value
-		it.Key, it.KeyOff, it.KeyLen = g.hash, g.off, g.len
+		if rec != nil {
+			rec[e.words+g] = hash
+		}
 	}
 	if rec != nil {
-		keys := rec[e.words:]
-		for j := range keys {
-			if g := &m.groups[j]; g.stamp == m.stamp && g.ok {
-				keys[j] = g.hash
-			} else {
-				keys[j] = 0
+		for w := range ok {
+			rec[w] = mit[w] & ok[w]
+		}
+	}
+	for w := range cnt {
+		for b := cnt[w] & ok[w]; b != 0; b &= b - 1 {
+			i := w<<6 | bits.TrailingZeros64(b)
+			p := &e.plan[i]
+			var value uint64
+			if p.distinct >= 0 {
+				// Without the value there is nothing to count; the key
+				// may still be mitigated.
+				v := e.value(ev, m, p.distinct)
+				if !v.ok {
+					continue
+				}
+				if !v.hashed { // the value without its end
+					v.hash, v.hashed = counting.Hash(m.Keys[v.off:v.off+v.len-1]), true
+				}
+				value = v.hash
 			}
+			n := 1.0
+			if p.score != nil {
+				if v, ok := p.score.Num(ev); ok {
+					n = v
+				} else {
+					n = 0
+				}
+			}
+			g := &m.groups[p.group]
+			m.Items = append(m.Items, Match{})
+			it := &m.Items[len(m.Items)-1]
+			it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), true, mit[w]&(1<<(uint(i)&63)) != 0, n, value
+			it.Key, it.KeyOff, it.KeyLen = g.hash, g.off, g.len
 		}
 	}
 	return len(m.Items) - n0
+}
+
+// verdicts returns word w of the bits of the counting and of the
+// mitigation expressions that held in em, of a set of n rules. A function
+// of its own so that its loop keeps everything in registers.
+//
+//go:noinline
+func verdicts(em *rules.Matches, w, n int) (cnt, mit uint64) {
+	base := w << 6
+	for b := range min(n-base, 64) {
+		cnt |= b2u(em.Count(base|b)) << b
+		mit |= b2u(em.Mitigate(base|b)) << b
+	}
+	return cnt, mit
+}
+
+// b2u is 1 for true, 0 for false, without a branch.
+func b2u(b bool) uint64 {
+	var u uint64
+	if b {
+		u = 1
+	}
+	return u
 }
 
 // Mitigable is what one prepared event's mitigation expressions matched:
@@ -433,20 +487,20 @@ func (e *Engine) value(ev *characteristics.Event, m *Matches, c int32) *keyed {
 
 // makeKey makes key group g of ev in m: the values of its characteristics
 // in order, and their hash.
-func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) {
+func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) *keyed {
 	chars := e.groups[g]
 	k := &m.groups[g]
 	*k = keyed{stamp: m.stamp}
 	if len(chars) == 1 { // the value is the key
 		v := e.value(ev, m, chars[0])
 		if !v.ok {
-			return
+			return k
 		}
 		k.off, k.len = v.off, v.len
 	} else {
 		for _, c := range chars {
 			if !e.value(ev, m, c).ok {
-				return
+				return k
 			}
 		}
 		off := len(m.Keys)
@@ -457,6 +511,7 @@ func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) {
 		k.off, k.len = uint32(off), uint32(len(m.Keys)-off)
 	}
 	k.hash, k.ok, k.hashed = counting.Hash(m.Keys[k.off:k.off+k.len]), true, true
+	return k
 }
 
 // Apply counts the matches of one event, which happened at t, and appends

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -240,5 +241,110 @@ func TestPrepareMatchesReference(t *testing.T) {
 	}
 	if total < len(events) {
 		t.Fatalf("only %d matches over %d events: the test proves little", total, len(events))
+	}
+}
+
+// TestPrepareManyRules: with more than 64 rules, the rules' bits span
+// several words, throttle rules (never keyed) among them; Prepare still
+// gives each rule what it would have on its own, in rule order.
+func TestPrepareManyRules(t *testing.T) {
+	builtin, err := rules.Builtin(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{}
+	keys := []string{"[ip.src]", "[ip.src, http.user_agent]", "[http.user_agent]", "[tls.ja4]"}
+	for i := range 50 {
+		action, extra := "rate_limit", ""
+		switch {
+		case i%7 == 3:
+			action = "throttle"
+		case i%5 == 1:
+			extra = "#   distinct: http.path\n"
+		}
+		key, cond := keys[i%len(keys)], fmt.Sprintf("input.http.status == %d", []int{200, 404, 301, 403}[i%4])
+		if action == "throttle" { // read only what a request has when it arrives
+			key, cond = "[ip.src]", fmt.Sprintf("startswith(input.http.path, %q)", []string{"/", "/wp-", "/api/"}[i%3])
+		}
+		mitigate := "mitigate := true\n"
+		if action == "throttle" {
+			mitigate = ""
+		} else if i%3 == 0 {
+			mitigate = fmt.Sprintf("mitigate if input.http.status != %d\n", 200+i%3*100)
+		}
+		fsys[fmt.Sprintf("r%d.rego", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf(`# METADATA
+# title: r%[1]d
+# custom:
+#   characteristics: %[2]s
+%[4]s#   period: 1m
+#   requests_per_period: 5
+#   action: %[3]s
+package guardd.rules.many%[1]d
+
+count if %[5]s
+
+%[6]s`, i, key, action, extra, cond, mitigate))}
+	}
+	extra, err := rules.Load(fsys, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := rules.Merge(builtin, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(set.Rules()); n <= 64 {
+		t.Fatalf("%d rules: the test needs more than one word", n)
+	}
+	e, err := engine.New(engine.Config{Rules: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := labelled(t, 100)
+	var m engine.Matches
+	counted, mitigated := 0, 0
+	for i := 0; i < len(all); i += 7 {
+		ev := &all[i]
+		m.Reset()
+		e.Prepare(ev, &m)
+		ref, refKeys := reference(e, set, ev)
+		j := 0
+		for k, w := range ref {
+			if !w.Count {
+				continue
+			}
+			if j >= len(m.Items) {
+				t.Fatalf("event %d: missing match %+v", i, w)
+			}
+			it := m.Items[j]
+			got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
+			it.KeyOff, it.KeyLen = 0, 0
+			if it != w || !bytes.Equal(got, refKeys[k]) {
+				t.Fatalf("event %d: match %+v key %q, want %+v key %q", i, it, got, w, refKeys[k])
+			}
+			j++
+		}
+		if j != len(m.Items) {
+			t.Fatalf("event %d: %d matches, want %d", i, len(m.Items), j)
+		}
+		counted += j
+		mk := e.Mitigable(&m, 0)
+		r, key, ok := mk.Next(0)
+		for _, w := range ref {
+			if !w.Mitigate {
+				continue
+			}
+			if !ok || int32(r) != w.Rule || key != w.Key {
+				t.Fatalf("event %d: mitigable rule %d key %x ok %v, want %+v", i, r, key, ok, w)
+			}
+			mitigated++
+			r, key, ok = mk.Next(r + 1)
+		}
+		if ok {
+			t.Fatalf("event %d: extra mitigable rule %d", i, r)
+		}
+	}
+	if counted == 0 || mitigated == 0 {
+		t.Fatalf("%d counted, %d mitigated matches: the test proves little", counted, mitigated)
 	}
 }
