@@ -87,10 +87,14 @@ type Stats struct {
 
 const batchLines = 2048
 
+// lineRef is a line of a batch's arena, or a block of lines (Writer.Block)
+// that the worker splits.
 type lineRef struct {
 	off, n uint32
-	line   int64
+	line   int64 // the line's number in file; a block's first line's
 	file   string
+	block  bool
+	max    uint32 // a block's MaxLine
 }
 
 type eventRef struct {
@@ -113,6 +117,7 @@ type batch struct {
 	now    time.Time // wall clock when the batch was read
 	arena  []byte
 	lines  []lineRef
+	nlines int // lines in lines, blocks' included
 	evs    []eventRef
 	m      engine.Matches
 	mt     rules.Matches    // of the simulated throttle rules
@@ -160,8 +165,49 @@ func (w *Writer) Line(data []byte, file string, line int64) error {
 	off := len(b.arena)
 	b.arena = append(b.arena, data...)
 	b.lines = append(b.lines, lineRef{off: uint32(off), n: uint32(len(data)), line: line, file: file})
+	b.nlines++
 	w.lines++
-	if len(b.lines) == batchLines || len(b.arena) > cap(b.arena)-64*1024 {
+	if b.nlines >= batchLines || len(b.arena) > cap(b.arena)-64*1024 {
+		w.flush()
+	}
+	return nil
+}
+
+// Buffer returns the free space at the end of the current batch, at least
+// min bytes (up to the batch's size), for a Source to read lines straight
+// into and hand over with Block: the copy Line makes is saved, and the one
+// goroutine that reads does no work per line.
+func (w *Writer) Buffer(min int) ([]byte, error) {
+	if w.b != nil && cap(w.b.arena)-len(w.b.arena) < min {
+		w.flush()
+	}
+	if w.b == nil {
+		if err := w.take(); err != nil {
+			return nil, err
+		}
+	}
+	a := w.b.arena
+	return a[len(a):cap(a)], nil
+}
+
+// Block adds the first n bytes of the space Buffer returned: lines whole
+// lines of file, each ended by '\n', the first of them numbered first, which
+// the workers split as nginxlog.SplitLine does with maxLine (what
+// nginxlog.Reader.ReadBlock reads).
+func (w *Writer) Block(n, lines int, file string, first int64, maxLine int) error {
+	b := w.b
+	if b == nil || n > cap(b.arena)-len(b.arena) {
+		return errors.New("pipeline: Block without the space of a Buffer")
+	}
+	if n == 0 {
+		return nil
+	}
+	off := len(b.arena)
+	b.arena = b.arena[:off+n]
+	b.lines = append(b.lines, lineRef{off: uint32(off), n: uint32(n), line: first, file: file, block: true, max: uint32(maxLine)})
+	b.nlines += lines
+	w.lines += int64(lines)
+	if b.nlines >= batchLines || len(b.arena) > cap(b.arena)-64*1024 {
 		w.flush()
 	}
 	return nil
@@ -190,7 +236,7 @@ func (w *Writer) take() error {
 		return w.ctx.Err()
 	}
 	b := w.b
-	b.arena, b.lines, b.mark, b.marked = b.arena[:0], b.lines[:0], nil, false
+	b.arena, b.lines, b.nlines, b.mark, b.marked = b.arena[:0], b.lines[:0], 0, nil, false
 	b.now = w.now()
 	return nil
 }
@@ -302,12 +348,15 @@ type worker struct {
 	ev    characteristics.Event
 	times nginxlog.TimeCache
 	memo  bots.Memo
+	// Of the batch being prepared:
+	p      *Pipeline
+	limits *throttle.Rules
+	limit  time.Time // events dated after it are clamped
 }
 
 // prepare parses, enriches, joins and evaluates one batch; it runs on a
 // worker and reads no shared state but the pipeline's.
 func (w *worker) prepare(cfg *Config, b *batch) {
-	ev := &w.ev
 	p := cfg.Pipelines.Acquire()
 	b.p = p
 	b.m.Reset()
@@ -321,69 +370,84 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 	if cfg.Report != nil {
 		limits = cfg.Report.limits
 	}
-	limit := b.now.Add(cfg.FutureTolerance)
+	w.p, w.limits, w.limit = p, limits, b.now.Add(cfg.FutureTolerance)
 	for _, l := range b.lines {
-		line := b.arena[l.off : l.off+l.n]
-		var err error // both parsers reset ev first
-		if p.json {
-			err = nginxlog.ParseJSON(line, ev)
-		} else {
-			err = p.format.ParseCache(line, ev, &w.times)
-		}
-		if err == nil {
-			switch {
-			case ev.Time.IsZero():
-				err = errTime
-			case ev.Time.Before(minTime):
-				err = errOld
-			case ev.Time.After(limit):
-				// A clock far ahead, or a forged date: counted at the
-				// wall clock, so it can neither make a ban that lasts
-				// until its date nor sweep the counters into the future.
-				ev.Time = b.now
-				b.future++
-			}
-		}
-		if err != nil {
-			b.bad++
-			if len(b.errs) < cfg.MaxErrors {
-				b.errs = append(b.errs, &nginxlog.LineError{File: l.file, Line: int(l.line), Err: err})
-			}
-			b.evs = append(b.evs, eventRef{})
+		data := b.arena[l.off : l.off+l.n]
+		if !l.block {
+			w.line(cfg, b, data, l.file, l.line)
 			continue
 		}
-		ev.Source = characteristics.SourceNginxLog
-		p.enricher.EnrichMemo(ev, &w.memo)
-		if cfg.Join != nil {
-			cfg.Join.Enrich(ev)
+		for n := l.line; len(data) > 0; n++ {
+			var line []byte
+			line, data, _ = nginxlog.SplitLine(data, int(l.max))
+			w.line(cfg, b, line, l.file, n)
 		}
-		if cfg.Observe != nil {
-			cfg.Observe(ev)
-		}
-		lo, mit := uint32(len(b.m.Items)), uint32(b.m.Mitigables())
-		p.engine.Prepare(ev, &b.m)
-		for i := range b.m.Items[lo:] {
-			b.perRule[b.m.Items[int(lo)+i].Rule]++ // each counts (the sequencer corrects for decision.count)
-		}
-		r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP, mit: mit}
-		if cfg.Report != nil {
-			r.allowed = cfg.Store.Allowlisted(ev)
-			if limits != nil && !r.allowed {
-				// The decision API's count of the request: an allowlisted
-				// one is not counted.
-				limits.Set().Eval(ev, &b.mt)
-				r.clo = uint32(len(b.counts))
-				b.counts, b.tbuf = limits.Counts(ev, &b.mt, b.tbuf, b.counts)
-				r.chi = uint32(len(b.counts))
-			}
-		}
-		if cfg.Counted != nil {
-			if id, ok := ev.Var("request_id"); ok && id != "" && id != "-" {
-				r.reqID = counting.HashString(id) | 1 // never 0
-			}
-		}
-		b.evs = append(b.evs, r)
 	}
+	w.p, w.limits = nil, nil
+}
+
+// line parses, enriches, joins and evaluates one line of b.
+func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64) {
+	ev, p := &w.ev, w.p
+	var err error // both parsers reset ev first
+	if p.json {
+		err = nginxlog.ParseJSON(line, ev)
+	} else {
+		err = p.format.ParseCache(line, ev, &w.times)
+	}
+	if err == nil {
+		switch {
+		case ev.Time.IsZero():
+			err = errTime
+		case ev.Time.Before(minTime):
+			err = errOld
+		case ev.Time.After(w.limit):
+			// A clock far ahead, or a forged date: counted at the
+			// wall clock, so it can neither make a ban that lasts
+			// until its date nor sweep the counters into the future.
+			ev.Time = b.now
+			b.future++
+		}
+	}
+	if err != nil {
+		b.bad++
+		if len(b.errs) < cfg.MaxErrors {
+			b.errs = append(b.errs, &nginxlog.LineError{File: file, Line: int(num), Err: err})
+		}
+		b.evs = append(b.evs, eventRef{})
+		return
+	}
+	ev.Source = characteristics.SourceNginxLog
+	p.enricher.EnrichMemo(ev, &w.memo)
+	if cfg.Join != nil {
+		cfg.Join.Enrich(ev)
+	}
+	if cfg.Observe != nil {
+		cfg.Observe(ev)
+	}
+	lo, mit := uint32(len(b.m.Items)), uint32(b.m.Mitigables())
+	p.engine.Prepare(ev, &b.m)
+	for i := range b.m.Items[lo:] {
+		b.perRule[b.m.Items[int(lo)+i].Rule]++ // each counts (the sequencer corrects for decision.count)
+	}
+	r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP, mit: mit}
+	if cfg.Report != nil {
+		r.allowed = cfg.Store.Allowlisted(ev)
+		if w.limits != nil && !r.allowed {
+			// The decision API's count of the request: an allowlisted
+			// one is not counted.
+			w.limits.Set().Eval(ev, &b.mt)
+			r.clo = uint32(len(b.counts))
+			b.counts, b.tbuf = w.limits.Counts(ev, &b.mt, b.tbuf, b.counts)
+			r.chi = uint32(len(b.counts))
+		}
+	}
+	if cfg.Counted != nil {
+		if id, ok := ev.Var("request_id"); ok && id != "" && id != "-" {
+			r.reqID = counting.HashString(id) | 1 // never 0
+		}
+	}
+	b.evs = append(b.evs, r)
 }
 
 // sequencer applies prepared batches in input order.

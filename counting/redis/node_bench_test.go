@@ -139,5 +139,6 @@ func BenchmarkNode(b *testing.B) {
 		// Missed deadlines open the breaker, and recovery re-sends: a
 		// busy machine's figures, not the scheme's.
 		b.ReportMetric(testutil.ToFloat64(f.met.flushes.WithLabelValues("timeout")), "timeouts")
+		b.ReportMetric(testutil.ToFloat64(f.met.flushes.WithLabelValues("ok")), "flushes")
 	})
 }

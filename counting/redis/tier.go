@@ -237,11 +237,26 @@ func (f *Fleet) Status() Status {
 	return s
 }
 
-// Run flushes every FlushInterval, and sooner when a lease is used up,
-// until ctx ends; it then flushes once more, briefly, and returns nil.
+// slowGap: a request more than slowGap flush intervals after its key's
+// last one is a slow client's, whose lease is not topped up at half spent
+// (Counter.add).
+const slowGap = 2
+
+// kickGap divides FlushInterval into the shortest time between a flush
+// and one kicked by a used-up lease: kicks that come meanwhile share one
+// flush (one round trip, one look at the keys in use) instead of one each.
+const kickGap = 10
+
+// Run flushes every FlushInterval, and sooner when a lease is used up (at
+// most one kicked flush per FlushInterval/kickGap), until ctx ends; it then
+// flushes once more, briefly, and returns nil.
 func (f *Fleet) Run(ctx context.Context) error {
 	t := time.NewTicker(f.cfg.FlushInterval)
 	defer t.Stop()
+	gap := f.cfg.FlushInterval / kickGap
+	wait := time.NewTimer(gap)
+	defer wait.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -249,7 +264,18 @@ func (f *Fleet) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		case <-f.kick:
+			if d := gap - time.Since(last); d > 0 {
+				wait.Reset(d)
+				select {
+				case <-ctx.Done():
+					f.Flush(context.Background())
+					return nil
+				case <-t.C:
+				case <-wait.C:
+				}
+			}
 		}
+		last = time.Now()
 		f.Flush(ctx)
 	}
 }
@@ -630,6 +656,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	sh := c.shardOf(key)
 	sh.mu.Lock()
 	ks, slot := c.ledgerLocked(sh, key, rnow)
+	gap := rnow - ks.used
 	ks.used = rnow
 	ks.demand += n
 	c.ageLocked(ks, rnow)
@@ -702,7 +729,24 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// otherwise make every request a flush.
 		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded)
 	}
-	if !ks.inLease() {
+	switch {
+	case ks.inLease():
+	case healthy && mode == "fleet" && !r.Exceeded && gap > slowGap*f.cfg.FlushInterval.Microseconds() &&
+		ks.lease >= n && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && !ks.asked:
+		// A slow client (this request came more than slowGap flush
+		// intervals after its last): its lease lasts it, so it asks
+		// when the lease cannot cover another event like this one (the
+		// lease branch above kicks a flush then) or when the client
+		// speeds up, not when half of it is spent: one script per
+		// lease, not two (docs/fleet.md, "Sizing").
+	case healthy && mode == "fleet" && r.Exceeded && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
+		// Refused, alone, budget spent: the next flush would only find
+		// that (judgeLocked) and forget this request's demand. A hot
+		// refused key costs no flush a look until its view shows
+		// headroom again, when its next admitted Add lists it.
+		ks.demand -= n
+		ks.read = ks.used
+	default:
 		sh.queueLocked(key, ks)
 		if slot >= 0 {
 			sh.due[slot] = 0
@@ -948,8 +992,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 			ks.lease = want
 		}
 	}
-	if want > 0 && nodes == 1 && ks.have && ks.lease == 0 && ks.extra == 0 && ks.rel == 0 &&
-		c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < 1 {
+	if want > 0 && c.spentAloneLocked(ks, c.p.advance(ks.s, now), now, nodes) {
 		// Alone in the fleet with the key's budget spent: no other node
 		// can hand any back, so asking Redis would only hear the same.
 		// The view ages (windows roll, buckets refill) and the next Add
@@ -970,6 +1013,15 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	ks.asked = active
 	ks.read = ks.used
 	return keep
+}
+
+// spentAloneLocked reports whether a key needs no script although it is in
+// use: this node is alone in the fleet (no other node can hand budget
+// back), holds no lease, has nothing to send, and its view (view, the
+// key's global state advanced to now) has no room for one more event.
+func (c *Counter) spentAloneLocked(ks *keyState, view State, now int64, nodes int) bool {
+	return nodes == 1 && ks.have && ks.lease == 0 && ks.extra == 0 && ks.rel == 0 &&
+		c.p.capacity()-c.p.usage(view, now) < 1
 }
 
 func (c *Counter) redisKey(k uint64) string {

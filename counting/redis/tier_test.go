@@ -369,7 +369,8 @@ func TestFlushLooksAtUsedKeys(t *testing.T) {
 
 // TestSpentKeyAloneAsksNothing: a node alone in the fleet whose key has
 // spent its budget sends nothing for it while refusing (no other node can
-// hand budget back), and asks again once its view shows headroom.
+// hand budget back), nor lists it for a flush to look at, and asks again
+// once its view shows headroom.
 func TestSpentKeyAloneAsksNothing(t *testing.T) {
 	clock := t0
 	st := newFakeStore(clock)
@@ -402,6 +403,14 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
 			t.Fatal("admitted beyond the budget")
 		}
+		// Not even listed for the flush to look at.
+		sh := c.shardOf(7)
+		sh.mu.Lock()
+		listed := len(sh.dirty)
+		sh.mu.Unlock()
+		if listed != 0 {
+			t.Fatalf("a refused spent key is listed for the next flush (%d keys listed)", listed)
+		}
 		f.Flush(context.Background())
 	}
 	if got := testutil.ToFloat64(f.met.keys) - sent; got != 0 {
@@ -415,5 +424,77 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 	f.Flush(context.Background())
 	if got := testutil.ToFloat64(f.met.keys) - sent; got < 1 {
 		t.Error("nothing sent once the key had headroom again")
+	}
+}
+
+// TestSlowClientAsksOncePerLease: a client whose requests come seconds
+// apart asks for a new lease when the one it holds cannot cover another
+// request, not when half of it is spent; one that speeds up asks at half
+// spent again, in time for its burst.
+func TestSlowClientAsksOncePerLease(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, _ := newTestFleet(t, "a", st, &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 600, Burst: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration) {
+		clock = clock.Add(d)
+		st.mu.Lock()
+		st.now = clock.UnixMicro()
+		st.mu.Unlock()
+	}
+	scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
+	f.Flush(context.Background())
+	// The first request has no lease yet: it is sent, and the grant fills
+	// the bucket's lease.
+	c.Add(7, 1, clock.UnixNano())
+	f.Flush(context.Background())
+	lease := func() float64 {
+		sh := c.shardOf(7)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		return sh.ls[sh.lookupLocked(7)].lease
+	}
+	held := lease()
+	if held < 5 {
+		t.Fatalf("lease %v after the first grant, want most of the burst of 10", held)
+	}
+	// Slow: a request a second (the refill rate of 600/min is 10/s, so
+	// the bucket in Redis is full at each one). One script once the lease
+	// is spent, none before.
+	sent := scripts()
+	for i := range int(held) {
+		step(time.Second)
+		if c.Add(7, 1, clock.UnixNano()).Exceeded {
+			t.Fatalf("slow request %d refused", i)
+		}
+		f.Flush(context.Background())
+		if got := scripts() - sent; i < int(held)-1 && got != 0 {
+			t.Fatalf("slow request %d of a lease of %v: %v scripts, want none until the lease is spent", i, held, got)
+		}
+	}
+	if got := scripts() - sent; got != 1 {
+		t.Fatalf("%v scripts for a spent lease, want 1", got)
+	}
+	// Fast: ten requests 5 ms apart. The key asks once half its lease is
+	// spent, and no request waits for a grant.
+	held, sent = lease(), scripts()
+	if held < 5 {
+		t.Fatalf("lease %v after the top-up, want most of the burst of 10", held)
+	}
+	step(time.Second)
+	for i := range 10 {
+		step(5 * time.Millisecond)
+		if c.Add(7, 1, clock.UnixNano()).Exceeded {
+			t.Fatalf("fast request %d refused", i)
+		}
+		if i%2 == 1 {
+			f.Flush(context.Background())
+		}
+	}
+	if got := scripts() - sent; got < 1 {
+		t.Fatal("a client that sped up did not ask for more at half its lease")
 	}
 }

@@ -9,7 +9,9 @@
 // Protocol, $http_<name> to Headers, $cookie_<name> to Cookies, and anything it
 // does not know to Vars by name. ParseJSON does the same for logs written as
 // one JSON object per line. Reader reads a plain, gzip or zstd file line by line;
-// ReadBatch hands lines to parallel workers without a per-line allocation.
+// ReadBatch hands lines to parallel workers without a per-line allocation, and
+// ReadBlock reads whole lines straight into a worker's buffer, which SplitLine
+// splits, so that the reading goroutine does no work per line.
 // Format.Append does the reverse of Parse, writing an Event as nginx would.
 // The combined format takes a fast path held by a fuzz test to the general
 // one; ParseCache also remembers, per goroutine, the last $time_local parsed.

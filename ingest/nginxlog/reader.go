@@ -187,6 +187,116 @@ func (r *Reader) fill() {
 	}
 }
 
+// MaxLine returns the longest line the Reader returns whole.
+func (r *Reader) MaxLine() int { return r.max }
+
+// ReadBlock reads whole lines straight into dst, saving the copies Next and a
+// batch of its lines make: one goroutine can read a file as fast as the disk
+// gives it while others split and parse the blocks. It returns the bytes of
+// dst written and the lines they hold; every line in dst[:n] ends with '\n'
+// (a last line without one is given one), and SplitLine with MaxLine splits
+// them into exactly the lines Next would have returned. A line too long for
+// dst is handed over with MaxLine+1 of its bytes, which SplitLine cuts, and
+// the rest is skipped. dst must hold at least MaxLine+2 bytes.
+//
+// At the end it returns io.EOF with n == 0; a read error comes after the
+// lines read before it, on a call that returns no line, as with Next. Next
+// and ReadBlock may be mixed. TruncatedLines counts only the lines too long
+// for dst among those ReadBlock returned.
+func (r *Reader) ReadBlock(dst []byte) (n, lines int, err error) {
+	if len(dst) < r.max+2 {
+		return 0, 0, fmt.Errorf("nginxlog: %s: ReadBlock into %d bytes, under MaxLine+2", r.name, len(dst))
+	}
+	r.truncated = false
+	for r.skipping {
+		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
+			r.r += i + 1
+			r.skipping = false
+			break
+		}
+		r.r = r.w
+		if r.err != nil {
+			r.skipping = false
+			break
+		}
+		r.fill()
+	}
+	// One byte is kept free for the '\n' of a last line without one.
+	room := dst[:len(dst)-1]
+	n = copy(room, r.buf[r.r:r.w])
+	r.r += n
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+		for tries := 0; r.err == nil && n < len(room); {
+			m, err := r.src.Read(room[n:])
+			n += m
+			if err != nil {
+				r.err = err
+			} else if m == 0 {
+				if tries++; tries == 100 {
+					r.err = io.ErrNoProgress
+				}
+			}
+		}
+	}
+	end := bytes.LastIndexByte(dst[:n], '\n') + 1
+	lines = bytes.Count(dst[:end], []byte{'\n'})
+	switch tail := n - end; {
+	case tail == 0:
+	case r.err != nil && r.r == r.w:
+		// The source ended (or failed) in a line: it is the last one.
+		if tail > r.max+1 {
+			tail = r.max + 1 // SplitLine cuts it
+		}
+		dst[end+tail] = '\n'
+		end += tail + 1
+		lines++
+	case end == 0:
+		// No '\n' in a full dst: a line longer than it.
+		dst[r.max+1] = '\n'
+		end = r.max + 2
+		lines = 1
+		r.skipping = true
+		r.ntrunc++
+	case r.r > 0:
+		// dst was filled from buf alone: the tail is still there.
+		r.r -= tail
+	default:
+		if tail > len(r.buf) {
+			r.buf = make([]byte, tail) // a line longer than buf: rare
+		}
+		r.w = copy(r.buf, dst[end:n])
+	}
+	r.line += lines
+	if lines > 0 {
+		return end, lines, nil
+	}
+	if r.err == io.EOF {
+		return 0, 0, io.EOF
+	}
+	return 0, 0, fmt.Errorf("nginxlog: %s: after line %d: %w", r.name, r.line, r.err)
+}
+
+// SplitLine returns the first line of block, a run of lines ended by '\n'
+// (ReadBlock's), as Next with that MaxLine returns it: without its "\n" or
+// "\r\n", cut to max bytes when longer (and then not trimmed); cut reports
+// that. rest is the block after the line. A block without '\n' is one line.
+func SplitLine(block []byte, max int) (line, rest []byte, cut bool) {
+	i := bytes.IndexByte(block, '\n')
+	if i < 0 {
+		line = block
+	} else {
+		line, rest = block[:i], block[i+1:]
+	}
+	if len(line) > max {
+		return line[:max], rest, true
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, rest, false
+}
+
 // Close closes the file opened by Open; it is safe to call more than once.
 func (r *Reader) Close() error {
 	var err error

@@ -237,6 +237,48 @@ func TestReplayMalformed(t *testing.T) {
 	}
 }
 
+// TestReplayLineNumbers: a log read in blocks that the workers split still
+// names each bad line by its number, however far into the file; a line over
+// nginxlog.DefaultMaxLine is cut (and then malformed), "\r\n" is a line end,
+// and a last line without '\n' counts.
+func TestReplayLineNumbers(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "big.log")
+	var b strings.Builder
+	const lines = 20000
+	bad := map[int]string{4: "not a line", 9001: strings.Repeat("x", nginxlog.DefaultMaxLine+5000), 15000: "also not a line", lines: "the last, without a newline"}
+	for i := 1; i <= lines; i++ {
+		end := "\n"
+		if i%3 == 0 {
+			end = "\r\n"
+		}
+		if i == lines {
+			end = ""
+		}
+		if l, ok := bad[i]; ok {
+			b.WriteString(l + end)
+			continue
+		}
+		fmt.Fprintf(&b, `198.51.100.%d - - [01/Nov/2026:10:%02d:%02d +0000] "GET /page-%d HTTP/1.1" 200 12 "-" "Mozilla/5.0"`+end, i%250, i/60%60, i%60, i)
+	}
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	st, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", ""), MaxErrors: 10}, []string{log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Lines != lines || st.Malformed != 4 || st.Events != lines-4 {
+		t.Fatalf("lines %d malformed %d events %d; want %d, 4, %d", st.Lines, st.Malformed, st.Events, lines, lines-4)
+	}
+	want := []string{"big.log:4:", "big.log:9001:", "big.log:15000:", fmt.Sprintf("big.log:%d:", lines)}
+	if len(st.Errors) != len(want) {
+		t.Fatalf("errors %v, want %d", st.Errors, len(want))
+	}
+	for i, err := range st.Errors {
+		if !strings.Contains(err.Error(), want[i]) {
+			t.Errorf("error %d = %v, want it to name %s", i, err, want[i])
+		}
+	}
+}
+
 func TestReplayMissingFile(t *testing.T) {
 	_, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", "")}, []string{"/nonexistent/access.log"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/access.log") {
