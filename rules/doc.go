@@ -25,8 +25,11 @@
 //     up to 16 bytes kept whole, longer ones by two keyed 64-bit hashes and
 //     their length; entries tagged with their Set, so a reload never reads
 //     another's), and those of the status are tabulated when the Set is
-//     built. An event then costs a lookup per field and the few conditions
-//     its values have not decided; a value never seen costs what it did
+//     built. A path whose digit runs no condition of the Set can tell apart
+//     (proved per Set when it is built: see shape.go) is remembered by its
+//     shape, so /product/123 and /product/456 share what they decide. An
+//     event then costs a lookup per field and the few conditions its
+//     values have not decided; a value never seen costs what it did
 //     without the memo.
 //   - Configuration rules read (Options.LoginPaths, from rules.login_paths)
 //     is a module of constants, package guardd.config, compiled with the

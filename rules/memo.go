@@ -111,25 +111,36 @@ type bitsEntry struct {
 // event being evaluated and the memo tables.
 type bitState struct {
 	known, val bitVec   // computed this event, and held
-	dead       altVec   // alternatives ruled out by remembered conditions
+	alive      altVec   // alternatives not ruled out yet, of the first maxAlts
+	remembered bitVec   // known as begin found it
 	preds      []uint64 // predicates that hold
 	ents       [nOrigins]*bitsEntry
 	tables     [nOrigins][]bitsEntry
-	noMemo     bool // tests: evaluate every condition as if nothing were remembered
+	shape      []byte // the path's shape, when it has one
+	noMemo     bool   // tests: evaluate every condition as if nothing were remembered
 }
 
 // lookup returns the entry of v in src's table for plan id, claiming it
 // (forgetting what it held) when it holds another value or another plan's
 // bits.
 func (b *bitState) lookup(src origin, v string, id uint64) *bitsEntry {
+	return b.lookupNS(src, v, id, 0)
+}
+
+// shapeNS marks the length of a path's shape (shape.go), so that a shape
+// and a path with the same bytes are not one entry.
+const shapeNS = 1 << 63
+
+// lookupNS is lookup in namespace ns, 0 or shapeNS.
+func (b *bitState) lookupNS(src origin, v string, id, ns uint64) *bitsEntry {
 	t := b.tables[src]
 	if t == nil {
 		t = make([]bitsEntry, memoSize[src])
 		b.tables[src] = t
 	}
-	n := uint64(len(v))
+	n := uint64(len(v)) | ns
 	var k0, k1, h uint64
-	if n <= 16 {
+	if len(v) <= 16 {
 		k0, k1 = shortKey(v)
 		// Every bit of the value reaches the index (the high half of a
 		// product depends on all the bits of both factors).

@@ -35,9 +35,11 @@ type predicate struct {
 // bit of its plan, see eval.go). src is the one event field the condition
 // is a function of, when its results are remembered across events.
 type step struct {
-	c    cond
-	slot int
-	src  origin
+	c     cond
+	slot  int
+	src   origin
+	name  string     // the expression, for messages
+	shape *shapeInfo // what the condition reads of a path's digits; nil: unknown
 }
 
 // cond is one native condition. An undefined operand makes it false, as an
@@ -338,6 +340,7 @@ type translator struct {
 	support *supportSet
 	vars    map[ast.Var]*operand
 	used    []usedOperand // operands read by the expression being translated
+	shape   *shapeInfo    // of the expression being translated (see shape.go)
 }
 
 // condSig describes a condition for mergeAlts: op applied to the operand
@@ -376,7 +379,7 @@ func (tr *translator) body(body ast.Body) ([]step, []condSig, error) {
 			if memoizable(e) {
 				slot = slotFor("cond:" + e.String())
 			}
-			es = append(es, entry{step{c, slot, tr.operandsOrigin()}, sig, tr.cost(e)})
+			es = append(es, entry{step{c, slot, tr.operandsOrigin(), e.String(), tr.shape}, sig, tr.cost(e)})
 		}
 	}
 	// Conditions are pure functions of the event, so their order does not
@@ -507,6 +510,7 @@ func (tr *translator) expr(e *ast.Expr) (cond, condSig, error) {
 		return nil, condSig{}, unsup("%v: `with` is not compiled natively", e)
 	}
 	tr.used = tr.used[:0]
+	tr.shape = nil
 	c, sig, err := tr.positive(e)
 	if err != nil {
 		return nil, condSig{}, unsup("%v: %v", e, err)
@@ -717,12 +721,14 @@ func (tr *translator) bind(v ast.Var, t *ast.Term) (cond, condSig, error) {
 		return nil, condSig{}, err
 	}
 	tr.vars[v] = o
+	tr.shape = &shapeInfo{} // presence
 	return func(e *characteristics.Event, st *state) bool { return o.present(e, st) }, condSig{}, nil
 }
 
 // truthy compiles a bare term: true when defined and not false.
 func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
 	if b, ok := t.Value.(ast.Boolean); ok {
+		tr.shape = &shapeInfo{}
 		if b {
 			return nil, condSig{}, nil
 		}
@@ -739,6 +745,7 @@ func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
 	if err != nil {
 		return nil, condSig{}, err
 	}
+	tr.shape = &shapeInfo{} // presence
 	if o.slot < 0 && o.fold == foldNone {
 		// Read directly: presence tests are most of the conditions a plan
 		// computes on every event.
@@ -807,6 +814,7 @@ func (tr *translator) compare(op string, a, b *ast.Term) (cond, condSig, error) 
 	}
 	if cr != or {
 		// Values of different types compare by type alone.
+		tr.shape = &shapeInfo{} // presence
 		holds := cmpHolds(op, or-cr)
 		return func(e *characteristics.Event, st *state) bool { return holds && o.present(e, st) }, condSig{}, nil
 	}
@@ -833,6 +841,9 @@ func (tr *translator) compare(op string, a, b *ast.Term) (cond, condSig, error) 
 	}
 	s := string(b.Value.(ast.String))
 	sig = condSig{op: op, key: a.String(), s: s, o: o}
+	if op == "equal" || op == "neq" {
+		tr.shape = &shapeInfo{consts: []string{s}, at: whole}
+	}
 	if op == "equal" && o.kind == characteristics.KindAddr && o.fold == foldNone {
 		// Compare addresses without formatting when s is in canonical form.
 		if a, err := netip.ParseAddr(s); err == nil && a.String() == s {
@@ -893,6 +904,7 @@ func (tr *translator) member(x, coll *ast.Term) (cond, condSig, error) {
 		}, condSig{}, nil
 	}
 	set := newStrSet(strs)
+	tr.shape = &shapeInfo{consts: strs, at: whole}
 	return func(e *characteristics.Event, st *state) bool {
 		v, ok := o.str(e, st)
 		return ok && set.has(v)
@@ -961,6 +973,7 @@ func (tr *translator) strOp(op string, x, arg *ast.Term) (cond, condSig, error) 
 	if err != nil {
 		return nil, condSig{}, err
 	}
+	tr.shape = &shapeInfo{consts: []string{s}, at: anchorOf(op)}
 	if o.typ != tString {
 		// A number operand is a type error in OPA: the expression is undefined.
 		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
@@ -1002,7 +1015,9 @@ func (tr *translator) anyMatch(op string, x, arg *ast.Term) (cond, condSig, erro
 	if _, ok := arg.Value.(ast.Object); ok {
 		return nil, condSig{}, unsup("%s over an object", op)
 	}
-	return tr.stringCond(x, newAffixSet(strs, op == "strings.any_suffix_match").match)
+	c, sig, err := tr.stringCond(x, newAffixSet(strs, op == "strings.any_suffix_match").match)
+	tr.shape = &shapeInfo{consts: strs, at: anchorOf(op)}
+	return c, sig, err
 }
 
 // stringCond is the condition that x is a string that match accepts. A

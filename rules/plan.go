@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/guardd/guardd/characteristics"
 )
@@ -13,10 +14,11 @@ import (
 // condition of the set is one bit; an alternative of a predicate (an AND of
 // conditions) is the mask of the bits it needs and its conditions in cost
 // order. Per event, bitState.known says which conditions are computed and
-// bitState.val which of those held: an alternative one of whose conditions
-// is known to fail is rejected by a mask test, and the others compute only
-// what is still unknown, each condition at most once per event however many
-// rules ask.
+// bitState.val which of those held, and bitState.alive which alternatives
+// are still worth trying: a condition that fails rules out every
+// alternative that needs it, and a predicate that holds its other
+// alternatives, so that those tried compute only what is still unknown,
+// each condition at most once per event however many rules ask.
 //
 // The conditions that are pure functions of one origin field (the path, the
 // query, the user agent, the referer, the status) take contiguous bits of
@@ -27,10 +29,15 @@ import (
 // remembered the set of alternatives their failed conditions rule out
 // (dead), so that an event visits only the alternatives still alive once
 // its fields' values are looked up: on real traffic a handful of the
-// library's.
+// library's. A path is remembered by its shape when the digits it carries
+// are ones no condition of the group can tell apart (shape.go).
 type plan struct {
-	id     uint64 // unique per plan, never 0
-	conds  []cond // by bit; those from maxBits on are not cached
+	id    uint64   // unique per plan, never 0
+	conds []cond   // by bit; those from maxBits on are not cached
+	names []string // of the conditions, by bit, for messages
+	// shape, when not nil, says which digit runs of a path no condition
+	// of the path group can tell apart (shape.go).
+	shape  *pathShape
 	groups []planGroup
 	rules  []rulePlan
 	rw     int // words of a Matches' bits
@@ -42,8 +49,19 @@ type plan struct {
 	bits                         []int32   // the conditions of each alternative in evaluation order
 	valid                        altVec    // the alternatives that exist, of the first maxAlts
 
-	// deadBy gives, for each bit of a group, the alternatives that need it.
+	// deadBy gives, for each bit, the alternatives that need it: those a
+	// failed condition rules out.
 	deadBy [maxBits]altVec
+	// same gives, for each alternative, the alternatives of its predicate:
+	// those its success makes pointless.
+	same []altVec
+	// order is the order in which begin looks the groups up, and needs the
+	// alternatives that read a bit of each group: a group none of the
+	// alternatives still alive reads is not looked up.
+	order []int
+	needs []altVec
+	// groupMask holds the bits of every group.
+	groupMask bitVec
 	// status and statusDead tabulate the status group: its held bits, and
 	// the alternatives its failed conditions rule out, by status.
 	status     []uint64
@@ -104,9 +122,11 @@ const maxGroup = 64
 func newPlan(evals []*ruleEval) *plan {
 	p := &plan{id: planIDs.Add(1)}
 	type condInfo struct {
-		c   cond
-		src origin
-		bit int32
+		c     cond
+		src   origin
+		bit   int32
+		name  string
+		shape *shapeInfo
 	}
 	var infos []condInfo
 	bySlot := map[int]int{}
@@ -117,7 +137,7 @@ func newPlan(evals []*ruleEval) *plan {
 			}
 			bySlot[st.slot] = len(infos)
 		}
-		infos = append(infos, condInfo{c: st.c, src: st.src})
+		infos = append(infos, condInfo{c: st.c, src: st.src, name: st.name, shape: st.shape})
 		return len(infos) - 1
 	}
 	// The predicates as lists of condition indexes, before bits exist. The
@@ -211,8 +231,9 @@ func newPlan(evals []*ruleEval) *plan {
 			}
 		}
 		p.groups = append(p.groups, g)
+		p.groupMask[g.word] |= g.mask << g.shift
 	}
-	groupBits := bit
+
 	for i := range infos {
 		if infos[i].src == srcNone {
 			infos[i].bit = bit
@@ -220,25 +241,36 @@ func newPlan(evals []*ruleEval) *plan {
 		}
 	}
 	p.conds = make([]cond, bit)
+	p.names = make([]string, bit)
+	var pathShapes []*shapeInfo
 	for _, in := range infos {
 		p.conds[in.bit] = in.c
+		p.names[in.bit] = in.name
+		if in.src == srcPath {
+			pathShapes = append(pathShapes, in.shape)
+		}
 	}
+	p.shape = newPathShape(pathShapes)
 
 	for pi, alts := range preds {
 		for _, idx := range alts {
 			// The conditions of the method, the protocol and the status go
-			// first: they have few values, so what they compute is
+			// first, then those of the user agent, the query and the
+			// referer: they have few values, so what they compute is
 			// remembered for nearly every later event and may rule the
 			// alternative out for them all, where a condition computed
 			// per event that fails before them teaches nothing. The
-			// others keep their cost order (a path never seen before
-			// is not worth scanning to learn what a cheap test decides).
+			// path's keep their cost order among those computed per
+			// event (a path never seen before is not worth scanning to
+			// learn what a cheap test decides).
 			rank := func(i int) int {
 				switch infos[i].src {
 				case srcMethod, srcProtocol, srcStatus:
 					return 0
+				case srcUA, srcQuery, srcReferer:
+					return 1
 				}
-				return 1
+				return 2
 			}
 			slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(rank(x), rank(y)) })
 			a := planAlt{from: int32(len(p.bits)), pred: int32(pi)}
@@ -247,7 +279,7 @@ func newPlan(evals []*ruleEval) *plan {
 				if b < maxBits {
 					a.mask[b/64] |= 1 << (b % 64)
 				}
-				if b < groupBits && len(p.alts) < maxAlts {
+				if b < maxBits && len(p.alts) < maxAlts {
 					p.deadBy[b].set(len(p.alts))
 				}
 				p.bits = append(p.bits, b)
@@ -257,6 +289,37 @@ func newPlan(evals []*ruleEval) *plan {
 				p.valid.set(len(p.alts))
 			}
 			p.alts = append(p.alts, a)
+		}
+	}
+
+	p.same = make([]altVec, len(p.alts))
+	for a := range min(len(p.alts), maxAlts) {
+		for b := range min(len(p.alts), maxAlts) {
+			if p.alts[a].pred == p.alts[b].pred {
+				p.same[a].set(b)
+			}
+		}
+	}
+	p.needs = make([]altVec, len(p.groups))
+	for gi, g := range p.groups {
+		for a := range min(len(p.alts), maxAlts) {
+			if p.alts[a].mask[g.word]&(g.mask<<g.shift) != 0 {
+				p.needs[gi].set(a)
+			}
+		}
+		p.order = append(p.order, gi)
+	}
+	// The groups of few values first, then the path, whose memo rules
+	// out the most alternatives, so that the groups read by none of the
+	// alternatives left are not looked up.
+	slices.SortStableFunc(p.order, func(x, y int) int {
+		return cmp.Compare(lookupRank[p.groups[x].src], lookupRank[p.groups[y].src])
+	})
+	if len(p.alts) > maxAlts {
+		// The alternatives beyond maxAlts are tried on every event and
+		// may read any group.
+		for i := range p.needs {
+			p.needs[i] = altVec{^uint64(0), ^uint64(0)}
 		}
 	}
 
@@ -290,25 +353,25 @@ func newPlan(evals []*ruleEval) *plan {
 func (v *altVec) set(i int)      { v[i>>6] |= 1 << (i & 63) }
 func (v *altVec) or(w *altVec)   { v[0] |= w[0]; v[1] |= w[1] }
 func (v *altVec) has(i int) bool { return v[i>>6]&(1<<(i&63)) != 0 }
-func (p *plan) alive(b *bitState) altVec {
-	var v altVec
-	for i := range v {
-		v[i] = p.valid[i] &^ b.dead[i]
-	}
-	return v
-}
+
+// lookupRank orders the groups' lookups in begin.
+var lookupRank = [nOrigins]int{srcStatus: 0, srcMethod: 1, srcProtocol: 2, srcPath: 3, srcUA: 4, srcReferer: 5, srcQuery: 6}
+
+func (v *altVec) andNot(w *altVec)     { v[0] &^= w[0]; v[1] &^= w[1] }
+func (v *altVec) meets(w *altVec) bool { return v[0]&w[0]|v[1]&w[1] != 0 }
 
 // begin starts an event: no condition known but those its origin fields'
-// values remember, and no alternative ruled out but by those.
+// values remember, and no alternative ruled out but by those. A group that
+// no alternative still alive reads is not looked up.
 func (p *plan) begin(e *characteristics.Event, b *bitState) {
-	b.known, b.val, b.dead = bitVec{}, bitVec{}, altVec{}
+	b.known, b.val, b.alive = bitVec{}, bitVec{}, p.valid
 	if n := 2 * p.rw; len(b.preds) < n {
 		b.preds = make([]uint64, n)
 	} else {
 		clear(b.preds)
 	}
-	for i := range p.groups {
-		g := &p.groups[i]
+	for _, gi := range p.order {
+		g := &p.groups[gi]
 		if b.noMemo {
 			b.ents[g.src] = nil
 			continue
@@ -317,26 +380,44 @@ func (p *plan) begin(e *characteristics.Event, b *bitState) {
 			if uint(e.Status) < statusMax {
 				b.known[g.word] |= g.mask << g.shift
 				b.val[g.word] |= p.status[e.Status] << g.shift
-				b.dead.or(&p.statusDead[e.Status])
+				b.alive.andNot(&p.statusDead[e.Status])
 			}
 			continue
 		}
-		ent := b.lookup(g.src, g.src.value(e), p.id)
+		if !b.alive.meets(&p.needs[gi]) {
+			b.ents[g.src] = nil
+			continue
+		}
+		var ent *bitsEntry
+		if g.src == srcPath && p.shape != nil {
+			var shaped bool
+			b.shape, shaped = p.shape.key(e.Path, b.shape)
+			if shaped {
+				ent = b.lookupNS(srcPath, unsafe.String(unsafe.SliceData(b.shape), len(b.shape)), p.id, shapeNS)
+			}
+		}
+		if ent == nil {
+			ent = b.lookup(g.src, g.src.value(e), p.id)
+		}
 		b.ents[g.src] = ent
 		b.known[g.word] |= ent.known << g.shift
 		b.val[g.word] |= ent.val << g.shift
-		b.dead.or(&ent.dead)
+		b.alive.andNot(&ent.dead)
 	}
+	b.remembered = b.known
 }
 
 // run evaluates every native predicate: the alternatives still alive, in
-// order, each until its predicate holds.
+// order, each until its predicate holds. A condition that fails rules out
+// every alternative that needs it, and a predicate that holds its other
+// alternatives.
 func (p *plan) run(e *characteristics.Event, st *state) {
 	b := &st.bits
-	alive := p.alive(b)
-	for w := range alive {
-		for v := alive[w]; v != 0; v &= v - 1 {
-			p.try(w<<6|bits.TrailingZeros64(v), e, st)
+	for w := range altWords {
+		for v := b.alive[w]; v != 0; {
+			i := bits.TrailingZeros64(v)
+			p.tryAlive(w<<6|i, e, st)
+			v = b.alive[w] &^ (2<<i - 1)
 		}
 	}
 	for a := maxAlts; a < len(p.alts); a++ {
@@ -344,7 +425,36 @@ func (p *plan) run(e *characteristics.Event, st *state) {
 	}
 }
 
-// try evaluates alternative a unless its predicate already holds.
+// tryAlive evaluates alternative a, one of the first maxAlts and alive:
+// none of its conditions is known to fail and its predicate does not hold
+// yet.
+func (p *plan) tryAlive(a int, e *characteristics.Event, st *state) {
+	alt := &p.alts[a]
+	b := &st.bits
+	k, v := &b.known, &b.val
+	for _, c := range p.bits[alt.from:alt.to] {
+		if c < maxBits {
+			i, m := c>>6&(words-1), uint64(1)<<(c&63)
+			if k[i]&m != 0 {
+				continue // known to hold: a is alive
+			}
+			k[i] |= m
+			if !p.conds[c](e, st) {
+				b.alive.andNot(&p.deadBy[c])
+				return
+			}
+			v[i] |= m
+		} else if !p.conds[c](e, st) {
+			b.alive[a>>6] &^= 1 << (a & 63)
+			return
+		}
+	}
+	b.preds[alt.pred>>6] |= 1 << (alt.pred & 63)
+	b.alive.andNot(&p.same[a])
+}
+
+// try evaluates alternative a, one beyond maxAlts, unless its predicate
+// already holds.
 func (p *plan) try(a int, e *characteristics.Event, st *state) {
 	alt := &p.alts[a]
 	b := &st.bits
@@ -362,6 +472,7 @@ func (p *plan) try(a int, e *characteristics.Event, st *state) {
 			}
 			k[i] |= m
 			if !p.conds[c](e, st) {
+				b.alive.andNot(&p.deadBy[c])
 				return
 			}
 			v[i] |= m
@@ -370,6 +481,9 @@ func (p *plan) try(a int, e *characteristics.Event, st *state) {
 		}
 	}
 	b.preds[pw] |= pm
+	if a < maxAlts {
+		b.alive.andNot(&p.same[a])
+	}
 }
 
 // holds reports the result of predicate pi after run.
@@ -390,6 +504,10 @@ func (p *plan) results(b *bitState, count, mitigate []uint64) {
 // end remembers what the event computed of each group, and the
 // alternatives that rules out.
 func (p *plan) end(b *bitState) {
+	k, r, gm := &b.known, &b.remembered, &p.groupMask
+	if (k[0]^r[0])&gm[0]|(k[1]^r[1])&gm[1]|(k[2]^r[2])&gm[2]|(k[3]^r[3])&gm[3] == 0 {
+		return // the event computed no condition of a group
+	}
 	for i := range p.groups {
 		g := &p.groups[i]
 		if g.src == srcStatus {

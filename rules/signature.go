@@ -120,6 +120,12 @@ func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, er
 	for i := n; i < len(tr.used); i++ {
 		tr.used[i].viaCall = true
 	}
+	switch op {
+	case "guardd.signature":
+		tr.shape = &shapeInfo{signature: true}
+	case "guardd.xss":
+		tr.shape = &shapeInfo{xss: true}
+	}
 	if o.typ != tString {
 		return func(*characteristics.Event, *state) bool { return false }, condSig{}, nil
 	}

@@ -87,6 +87,18 @@ type pattern struct {
 
 var auto = newAutomaton(patterns())
 
+// Fragments returns the text of every fragment Scan looks for, of every
+// class: a caller can work out what Scan cannot tell apart (rules: the digit
+// runs of a path no fragment touches).
+func Fragments() []string {
+	ps := patterns()
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.text
+	}
+	return out
+}
+
 // Scan returns the classes whose fragments occur in s, ASCII case ignored.
 func Scan(s string) Mask { return auto.scan(s) }
 

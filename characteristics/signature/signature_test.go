@@ -148,3 +148,17 @@ func BenchmarkQuerySQLi(b *testing.B) {
 func TestAutomatonSize(t *testing.T) {
 	t.Logf("%d states, alphabet %d, table %d KiB", len(auto.out), auto.width, len(auto.next)*2/1024)
 }
+
+// TestFragments: every fragment Fragments lists is found by Scan, in any
+// ASCII case: the list is the automaton's.
+func TestFragments(t *testing.T) {
+	fs := Fragments()
+	if len(fs) < 100 {
+		t.Fatalf("%d fragments", len(fs))
+	}
+	for _, f := range fs {
+		if Scan(f) == 0 || Scan(strings.ToUpper(f)) == 0 {
+			t.Errorf("Scan(%q) found nothing", f)
+		}
+	}
+}

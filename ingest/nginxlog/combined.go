@@ -2,6 +2,8 @@ package nginxlog
 
 import (
 	"bytes"
+	"encoding/binary"
+	"net/netip"
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
@@ -31,13 +33,22 @@ const (
 func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *TimeCache) bool {
 	e.Reset()
 	e.Source = characteristics.SourceNginxLog
-	// $remote_addr " - ": the first ' ' starts the first " - ", if any.
-	sp := bytes.IndexByte(line, ' ')
-	if sp <= 0 || !hasLiteral(line[sp:], " - ") {
-		return false
+	// $remote_addr " - ": the first ' ' starts the first " - ", if any. An
+	// IPv4 address, which holds no ' ', ends at the first.
+	var ip netip.Addr
+	a4, sp, ok := prefixIPv4(line)
+	if ok && sp < len(line) && line[sp] == ' ' {
+		ip = netip.AddrFrom4(a4)
+	} else {
+		sp = bytes.IndexByte(line, ' ')
+		if sp <= 0 {
+			return false
+		}
+		if ip, ok = parseAddr(line[:sp]); !ok {
+			return false
+		}
 	}
-	ip, ok := parseAddr(line[:sp])
-	if !ok {
+	if !hasLiteral(line[sp:], " - ") {
 		return false
 	}
 	// $remote_user " ["
@@ -146,7 +157,13 @@ func (c *TimeCache) parse(b []byte) (time.Time, bool) {
 	if c == nil {
 		return parseTimeLocal(b)
 	}
-	if c.ok && string(b) == string(c.text[:]) {
+	// Compared as words, the one with the seconds first: a call costs
+	// more than the comparison.
+	if c.ok && len(b) == len(c.text) &&
+		binary.LittleEndian.Uint64(b[16:]) == binary.LittleEndian.Uint64(c.text[16:]) &&
+		binary.LittleEndian.Uint64(b[8:]) == binary.LittleEndian.Uint64(c.text[8:]) &&
+		binary.LittleEndian.Uint64(b) == binary.LittleEndian.Uint64(c.text[:]) &&
+		binary.LittleEndian.Uint16(b[24:]) == binary.LittleEndian.Uint16(c.text[24:]) {
 		return c.t, true
 	}
 	t, ok := parseTimeLocal(b)

@@ -153,3 +153,29 @@ func TestCombinedFastPathAllocs(t *testing.T) {
 		t.Errorf("parseCombined allocates %v times per line", n)
 	}
 }
+
+// TestTimeCacheEveryByte: a cached time is reused only for the very same
+// text, whichever of its bytes differs (the cache compares them as words).
+func TestTimeCacheEveryByte(t *testing.T) {
+	const base = "10/Oct/2023:13:45:36 +0100"
+	var c TimeCache
+	for i := range len(base) {
+		for _, d := range []byte("0123456789") {
+			if base[i] < '0' || base[i] > '9' || base[i] == d {
+				continue
+			}
+			other := []byte(base)
+			other[i] = d
+			want, wantOK := parseTimeLocal(other)
+			if !wantOK {
+				continue
+			}
+			if _, ok := c.parse([]byte(base)); !ok {
+				t.Fatal("base time does not parse")
+			}
+			if got, ok := c.parse(other); !ok || !got.Equal(want) {
+				t.Fatalf("%s after %s: %v, %v; want %v", other, base, got, ok, want)
+			}
+		}
+	}
+}

@@ -225,6 +225,15 @@ func FuzzParseAddr(f *testing.F) {
 		if ok != (err == nil) || got != want {
 			t.Fatalf("parseAddr(%q) = %v, %v; netip.ParseAddr = %v, %v", s, got, ok, want, err)
 		}
+		// prefixIPv4, parseCombined's fast path, reads an address that
+		// netip reads the same, and every plain IPv4 address.
+		if a, n, ok := prefixIPv4([]byte(s)); ok {
+			if want, err := netip.ParseAddr(s[:n]); err != nil || want != netip.AddrFrom4(a) {
+				t.Fatalf("prefixIPv4(%q) = %v, %d; netip.ParseAddr(%q) = %v, %v", s, netip.AddrFrom4(a), n, s[:n], want, err)
+			}
+		} else if err == nil && want.Is4() {
+			t.Fatalf("prefixIPv4(%q) missed the address %v", s, want)
+		}
 	})
 }
 
