@@ -445,11 +445,14 @@ func TestClusterPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A one-second window: a node alone in the fleet is granted all of a
-	// key's budget at once and has nothing to ask Redis for until the
-	// window rolls, so the key's traffic to its master is a hand-back and
-	// a new grant every second; the partition makes those miss deadlines.
-	c, err := f.Counter(Rule{Name: "cp", Limit: counting.Limit{Period: time.Second, Requests: 1000}, OnError: Closed})
+	// A gcra of 100 a second, burst 100: a node alone in the fleet holds
+	// all the budget Redis has and asks for nothing until Redis has some
+	// again, so a window's whole budget (granted at once) would leave the
+	// key nothing to send; the bucket refills every 10 ms, and once half
+	// its lease is spent the key asks at every flush. The partition makes
+	// those asks miss deadlines. The test's 50 events a second never spend
+	// it.
+	c, err := f.Counter(Rule{Name: "cp", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Second, Requests: 100, Burst: 100}, OnError: Closed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +494,7 @@ func TestClusterPartition(t *testing.T) {
 		if c.Add(live, 1, time.Now().UnixNano()).Exceeded {
 			return false
 		}
-		v, _ := cl[1].Cmd("HGET", key, "c")
+		v, _ := cl[1].Cmd("HGET", key, "t") // the gcra's theoretical arrival time
 		n, _ := strconv.ParseFloat(v, 64)
 		return n > 0
 	})
