@@ -22,10 +22,10 @@
 //     and case folds; the query with its arguments; the user agent; the
 //     referer; the method; the protocol) are also remembered across events
 //     by that field's value, in a fixed-size table per Matches (values of
-//     up to 16 bytes kept whole, longer ones by two keyed 64-bit hashes and
-//     their length; entries tagged with their Set, so a reload never reads
-//     another's), and those of the status are tabulated when the Set is
-//     built. A path whose digit runs no condition of the Set can tell apart
+//     up to 16 bytes kept whole, longer ones by a keyed 64-bit hash, their
+//     length and their ends; entries tagged with their Set, so a reload
+//     never reads another's), and those of the status are tabulated when
+//     the Set is built. A path whose digit runs no condition of the Set can tell apart
 //     (proved per Set when it is built: see shape.go) is remembered by its
 //     shape, so /product/123 and /product/456 share what they decide. An
 //     event then costs a lookup per field and the few conditions its

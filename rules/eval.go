@@ -172,6 +172,17 @@ func (m *Matches) Count(i int) bool { return bit(m.count, i) }
 // Mitigate reports whether rule i's mitigation expression held for the event.
 func (m *Matches) Mitigate(i int) bool { return bit(m.mitigate, i) }
 
+// Words returns word w of the results as bits, for a caller that walks
+// the rules that matched rather than asking rule by rule: bit j of count is
+// Count(64*w+j), and of mitigate Mitigate(64*w+j). Words beyond the rules
+// are 0.
+func (m *Matches) Words(w int) (count, mitigate uint64) {
+	if w < 0 || w >= len(m.count) {
+		return 0, 0
+	}
+	return m.count[w], m.mitigate[w]
+}
+
 func bit(b []uint64, i int) bool {
 	w := i >> 6
 	return w < len(b) && b[w]&(1<<(uint(i)&63)) != 0

@@ -253,6 +253,13 @@ func TestMatchesBits(t *testing.T) {
 			if m.Count(j) != (i == j) || m.Mitigate(j) != (i == j) {
 				t.Fatalf("status %d: rule %d count=%v mitigate=%v", 200+i, j, m.Count(j), m.Mitigate(j))
 			}
+			c, mit := m.Words(j >> 6)
+			if c>>(j&63)&1 == 1 != m.Count(j) || mit>>(j&63)&1 == 1 != m.Mitigate(j) {
+				t.Fatalf("status %d: rule %d: Words disagrees with Count and Mitigate", 200+i, j)
+			}
+		}
+		if c, mit := m.Words(2); c != 0 || mit != 0 {
+			t.Fatalf("status %d: a word beyond the rules is %x, %x", 200+i, c, mit)
 		}
 	}
 }

@@ -82,13 +82,13 @@ func (src origin) value(e *characteristics.Event) string {
 	return ""
 }
 
-// memoSeeds key the two hashes that identify a remembered value longer
-// than 16 bytes. They are random per process, so no one can make two values
-// collide on purpose, and together they make an accidental collision a
-// 2^-128 event: a hit needs both hashes (and the length) of the stored
-// value to match. A value of at most 16 bytes is stored whole: its hit is
-// exact.
-var memoSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+// memoSeed keys the hash that, with its length and its first and last
+// eight bytes, identifies a remembered value longer than 16 bytes. It is
+// random per process, so no one can make two values collide on purpose,
+// and an accidental collision is a 2^-64 event: a hit needs the hash, the
+// length and the bytes to match. A value of at most 16 bytes is stored
+// whole: its hit is exact.
+var memoSeed = maphash.MakeSeed()
 
 // shortMix keys the index of a short value, so that no one can aim values
 // at one slot of the table (a collision there only evicts).
@@ -100,7 +100,7 @@ var shortMix = [2]uint64{rand.Uint64(), rand.Uint64()}
 // of that plan its failed conditions rule out. It is 64 bytes: one cache
 // line of a table (tables are large enough to be page-aligned).
 type bitsEntry struct {
-	k0, k1     uint64 // the value itself when it has at most 16 bytes, else its two hashes
+	k0, k1     uint64 // the value itself when it has at most 16 bytes, else its hash and ends
 	n          uint64 // the value's length
 	plan       uint64 // plan.id; 0 is never a plan's, so a zero entry is empty
 	known, val uint64
@@ -147,8 +147,9 @@ func (b *bitState) lookupNS(src origin, v string, id, ns uint64) *bitsEntry {
 		hi, lo := bits.Mul64(k0^shortMix[0], k1^shortMix[1]^n)
 		h = hi ^ lo
 	} else {
-		k0 = maphash.String(memoSeeds[0], v)
-		k1 = maphash.String(memoSeeds[1], v)
+		k0 = maphash.String(memoSeed, v)
+		p := unsafe.StringData(v)
+		k1 = load64(p) ^ bits.RotateLeft64(load64((*byte)(unsafe.Add(unsafe.Pointer(p), len(v)-8))), 32)
 		h = k0
 	}
 	ent := &t[h&uint64(len(t)-1)]

@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"encoding/binary"
 	"slices"
+	"unsafe"
 
 	"github.com/guardd/guardd/characteristics/signature"
 )
@@ -236,6 +238,9 @@ func (ps *pathShape) isolated(b, a byte) bool {
 // an isolated digit run; otherwise v is remembered as it is.
 func (ps *pathShape) key(v string, buf []byte) ([]byte, bool) {
 	buf = buf[:0]
+	if !hasDigit(v) {
+		return buf, false // most paths: nothing to shape
+	}
 	copied := 0   // v[:copied] is in buf
 	run := -1     // start of the digit run being read
 	var b byte    // the folded byte before it; 0 at the start
@@ -291,4 +296,25 @@ func anchorOf(op string) anchor {
 		return whole
 	}
 	return anywhere
+}
+
+// hasDigit reports whether s has an ASCII digit, eight bytes at a time.
+func hasDigit(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+		// A byte below 0x80 is a digit when adding 0x7f-'9' leaves its
+		// high bit clear and adding 0x80-'0' sets it.
+		lo := x &^ highs
+		if (ones*(0x7f+'9'+1)-lo)&^x&(lo+ones*(0x7f-'0'+1))&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i]-'0' <= 9 {
+			return true
+		}
+	}
+	return false
 }

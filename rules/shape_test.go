@@ -252,3 +252,24 @@ func TestShapeMemoSameAsNone(t *testing.T) {
 		slices.Reverse(paths)
 	}
 }
+
+// TestHasDigit: the eight-bytes-at-a-time test agrees with a byte loop for
+// every byte at every position of strings of 1 to 24 bytes.
+func TestHasDigit(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for pos := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				want := '0' <= c && c <= '9'
+				if got := hasDigit(string(b)); got != want {
+					t.Fatalf("hasDigit(%q) = %v", b, got)
+				}
+				b[(pos+1)%n] = 0xff // a high byte beside it
+				if got := hasDigit(string(b)); got != want && n > 1 {
+					t.Fatalf("hasDigit(%q) = %v", b, got)
+				}
+			}
+		}
+	}
+}
