@@ -1,6 +1,7 @@
 package counting
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -273,9 +274,7 @@ func (d *Distinct) estimate(sl *dslot) {
 	var cur, union [DistinctRegisters]uint8
 	sl.registers(0, &cur)
 	sl.registers(1, &union)
-	for i := range union {
-		union[i] = max(union[i], cur[i])
-	}
+	maxRegisters(&union, &cur)
 	if sl.n[0] == dense {
 		sl.cur = float32(hllEstimate(&cur))
 	} else {
@@ -358,6 +357,23 @@ func (sl *dslot) insert(w int, f uint32) int {
 	}
 	sl.reg[w][idx] = rank
 	return changedSketch
+}
+
+// maxRank is the highest rank place gives: a fingerprint's 32 bits less
+// the register's, plus one.
+const maxRank = 32 - registerBits + 1
+
+// maxRegisters sets each register of u to the larger of it and o's,
+// eight at a time: ranks are under 128, so a byte's top bit holds, after
+// (u|0x80) - o, whether u's byte is the larger, and no byte borrows from
+// the next.
+func maxRegisters(u, o *[DistinctRegisters]uint8) {
+	const hi = 0x8080808080808080
+	for i := 0; i < DistinctRegisters; i += 8 {
+		a, b := binary.LittleEndian.Uint64(u[i:]), binary.LittleEndian.Uint64(o[i:])
+		ge := ((a | hi) - b) & hi >> 7 * 0xff // 0xff where a >= b
+		binary.LittleEndian.PutUint64(u[i:], a&ge|b&^ge)
+	}
 }
 
 // pow2neg[r] is 2^-r.

@@ -243,13 +243,16 @@ func (f *Fleet) Status() Status {
 const slowGap = 2
 
 // kickGap divides FlushInterval into the shortest time between a flush
-// and one kicked by a used-up lease: kicks that come meanwhile share one
-// flush (one round trip, one look at the keys in use) instead of one each.
+// and one kicked by a used-up lease on a node alone in the fleet: kicks
+// that come meanwhile share one flush (one round trip, one look at the
+// keys in use) instead of one each. With other nodes a kick flushes at
+// once: the sooner a node's events beyond its lease reach Redis, the
+// sooner the others see them, and the sooner a grant ends its lease_wait.
 const kickGap = 10
 
-// Run flushes every FlushInterval, and sooner when a lease is used up (at
-// most one kicked flush per FlushInterval/kickGap), until ctx ends; it then
-// flushes once more, briefly, and returns nil.
+// Run flushes every FlushInterval, and sooner when a lease is used up (on
+// a lone node at most one kicked flush per FlushInterval/kickGap), until
+// ctx ends; it then flushes once more, briefly, and returns nil.
 func (f *Fleet) Run(ctx context.Context) error {
 	t := time.NewTicker(f.cfg.FlushInterval)
 	defer t.Stop()
@@ -264,7 +267,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		case <-f.kick:
-			if d := gap - time.Since(last); d > 0 {
+			if d := gap - time.Since(last); d > 0 && f.nodes.Load() == 1 {
 				wait.Reset(d)
 				select {
 				case <-ctx.Done():
@@ -726,8 +729,12 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		}
 		// A refusal on the fleet view kicks no flush: the budget is spent
 		// until the view says otherwise, and a hot refused key would
-		// otherwise make every request a flush.
-		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded)
+		// otherwise make every request a flush. Nor does the last event
+		// of the budget on a lone node (no other node can hand any
+		// back): the grant would be nothing, and a refused key whose view
+		// refills would kick a flush for each event it refills; the
+		// next flush sends the event.
+		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded && (nodes > 1 || r.Remaining >= 1))
 	}
 	switch {
 	case ks.inLease():
@@ -739,13 +746,15 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// lease branch above kicks a flush then) or when the client
 		// speeds up, not when half of it is spent: one script per
 		// lease, not two (docs/fleet.md, "Sizing").
-	case healthy && mode == "fleet" && r.Exceeded && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
-		// Refused, alone, budget spent: the next flush would only find
-		// that (judgeLocked) and forget this request's demand. A hot
-		// refused key costs no flush a look until its view shows
-		// headroom again, when its next admitted Add lists it.
+	case healthy && mode == "fleet" && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
+		// Alone, and Redis has no budget left to grant (this node may
+		// hold the rest as its lease): the next flush would only find
+		// that (judgeLocked) and forget this request's demand. A hot key
+		// costs no flush a look, nor a script, until its view shows
+		// headroom again (a window rolls, a bucket refills).
 		ks.demand -= n
 		ks.read = ks.used
+		kick = false
 	default:
 		sh.queueLocked(key, ks)
 		if slot >= 0 {
@@ -1017,10 +1026,11 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 
 // spentAloneLocked reports whether a key needs no script although it is in
 // use: this node is alone in the fleet (no other node can hand budget
-// back), holds no lease, has nothing to send, and its view (view, the
-// key's global state advanced to now) has no room for one more event.
+// back), has nothing to send, and Redis has no room for one more event
+// (view, the key's global state advanced to now, counts the lease this
+// node holds, if any, as used): a grant would be nothing.
 func (c *Counter) spentAloneLocked(ks *keyState, view State, now int64, nodes int) bool {
-	return nodes == 1 && ks.have && ks.lease == 0 && ks.extra == 0 && ks.rel == 0 &&
+	return nodes == 1 && ks.have && ks.extra == 0 && ks.rel == 0 &&
 		c.p.capacity()-c.p.usage(view, now) < 1
 }
 

@@ -498,3 +498,49 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 		t.Fatal("a client that sped up did not ask for more at half its lease")
 	}
 }
+
+// TestHeldBudgetAloneAsksNothing: a node alone in the fleet that holds the
+// rest of a key's budget as its lease (Redis has nothing more to grant)
+// spends it without a script, even once less than half of it is left, and
+// asks again when the window rolls.
+func TestHeldBudgetAloneAsksNothing(t *testing.T) {
+	clock := t0
+	st := newFakeStore(clock)
+	f, _ := newTestFleet(t, "a", st, &clock)
+	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: 5 * time.Second, Requests: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration) {
+		clock = clock.Add(d)
+		st.mu.Lock()
+		st.now = clock.UnixMicro()
+		st.mu.Unlock()
+	}
+	scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
+	f.Flush(context.Background())
+	c.Add(7, 1, clock.UnixNano())
+	f.Flush(context.Background()) // the grant: the rest of the budget
+	sent := scripts()
+	for i := range 99 {
+		step(time.Millisecond)
+		if c.Add(7, 1, clock.UnixNano()).Exceeded {
+			t.Fatalf("request %d of the limit of 100 refused", i+2)
+		}
+		f.Flush(context.Background())
+	}
+	if got := scripts() - sent; got != 0 {
+		t.Errorf("%v scripts while spending the whole budget held as a lease, want none", got)
+	}
+	if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+		t.Fatal("admitted beyond the limit")
+	}
+	step(5 * time.Second) // the window rolls
+	if c.Add(7, 1, clock.UnixNano()).Exceeded {
+		t.Fatal("refused in the next window")
+	}
+	f.Flush(context.Background())
+	if got := scripts() - sent; got < 1 {
+		t.Error("nothing sent once the window rolled")
+	}
+}
