@@ -172,9 +172,13 @@ type operand struct {
 	fold int
 	base *operand // the operand that fold applies to
 	slot int      // cache slot, -1 when the value is read directly
+	ja4  bool     // tls.client: undefined without a JA4 (Event.TLSClient)
 }
 
 func (o *operand) str(e *characteristics.Event, st *state) (string, bool) {
+	if o.ja4 && e.TLS.JA4 == "" {
+		return "", false // most lines: no fingerprint joined
+	}
 	if o.slot < 0 {
 		return o.c.Str(e)
 	}
@@ -711,6 +715,8 @@ func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
 		if strings.HasPrefix(name, "http.norm.") || strings.HasPrefix(name, "http.args[") || name == "tls.client" {
 			o.slot = slotFor(c.String())
 		}
+		o.ja4 = name == "tls.client"
+
 	}
 	return o, nil
 }
