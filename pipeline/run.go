@@ -343,10 +343,11 @@ var (
 )
 
 // worker is what a worker goroutine keeps from batch to batch: the event
-// it reuses and what lines tend to repeat (their time, their user agents).
+// it reuses and what lines tend to repeat (their time, their addresses,
+// their user agents).
 type worker struct {
 	ev    characteristics.Event
-	times nginxlog.TimeCache
+	cache nginxlog.Cache
 	memo  bots.Memo
 	// Of the batch being prepared:
 	p      *Pipeline
@@ -393,7 +394,7 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	if p.json {
 		err = nginxlog.ParseJSON(line, ev)
 	} else {
-		err = p.format.ParseCache(line, ev, &w.times)
+		err = p.format.ParseCache(line, ev, &w.cache)
 	}
 	if err == nil {
 		switch {
