@@ -186,6 +186,11 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 		w, b := keyBit(tr.Key)
 		r.keyBits[w] |= b
 	}
+	e.record(action, expires)
+}
+
+// record counts one more trip of e, held with action and expires.
+func (e *Mitigation) record(action mitigation.Action, expires time.Time) {
 	e.Trips++
 	e.Action = action
 	e.Expires = expires

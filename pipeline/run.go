@@ -343,10 +343,11 @@ var (
 )
 
 // worker is what a worker goroutine keeps from batch to batch: the event
-// it reuses and what lines tend to repeat (their time, their user agents).
+// it reuses and what lines tend to repeat (their time, their addresses,
+// their user agents).
 type worker struct {
 	ev    characteristics.Event
-	times nginxlog.TimeCache
+	cache nginxlog.Cache
 	memo  bots.Memo
 	// Of the batch being prepared:
 	p      *Pipeline
@@ -393,7 +394,7 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	if p.json {
 		err = nginxlog.ParseJSON(line, ev)
 	} else {
-		err = p.format.ParseCache(line, ev, &w.times)
+		err = p.format.ParseCache(line, ev, &w.cache)
 	}
 	if err == nil {
 		switch {
@@ -542,7 +543,7 @@ func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 		// A replay's report holds what its store holds, and nothing else
 		// deletes from that store.
 		if e := cfg.Report.entry(tr); e != nil && e.Action == action && e.Expires.Add(slack).After(tr.Expires) && e.Expires.After(now) {
-			cfg.Report.trip(tr, e.Action, e.Expires)
+			e.record(e.Action, e.Expires) // what Report.trip does, without a second lookup
 			return
 		}
 	} else if held, ok := cfg.Store.LookupRule(scopeKey(tr), tr.Rule.Name, now); ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires) {

@@ -55,11 +55,14 @@ type plan struct {
 	// same gives, for each alternative, the alternatives of its predicate:
 	// those its success makes pointless.
 	same []altVec
-	// order is the order in which begin looks the groups up, and needs the
-	// alternatives that read a bit of each group: a group none of the
-	// alternatives still alive reads is not looked up.
-	order []int
-	needs []altVec
+	// lookups are the groups begin looks up, in order, each with the
+	// alternatives that read one of its bits: a group none of the
+	// alternatives still alive reads is not looked up. statusWord,
+	// statusShift and statusMask place the status group (statusWord < 0:
+	// none).
+	lookups                 []groupLookup
+	statusWord              int
+	statusShift, statusMask uint64
 	// groupMask holds the bits of every group.
 	groupMask bitVec
 	// status and statusDead tabulate the status group: its held bits, and
@@ -300,28 +303,31 @@ func newPlan(evals []*ruleEval) *plan {
 			}
 		}
 	}
-	p.needs = make([]altVec, len(p.groups))
-	for gi, g := range p.groups {
+	p.statusWord = -1
+	for _, g := range p.groups {
+		if g.src == srcStatus {
+			p.statusWord, p.statusShift, p.statusMask = g.word, uint64(g.shift), g.mask
+			continue
+		}
+		l := groupLookup{src: g.src, word: uint8(g.word), shift: uint8(g.shift)}
 		for a := range min(len(p.alts), maxAlts) {
 			if p.alts[a].mask[g.word]&(g.mask<<g.shift) != 0 {
-				p.needs[gi].set(a)
+				l.needs.set(a)
 			}
 		}
-		p.order = append(p.order, gi)
+		if len(p.alts) > maxAlts {
+			// The alternatives beyond maxAlts are tried on every event
+			// and may read any group.
+			l.needs = altVec{^uint64(0), ^uint64(0)}
+		}
+		p.lookups = append(p.lookups, l)
 	}
 	// The groups of few values first, then the path, whose memo rules
 	// out the most alternatives, so that the groups read by none of the
 	// alternatives left are not looked up.
-	slices.SortStableFunc(p.order, func(x, y int) int {
-		return cmp.Compare(lookupRank[p.groups[x].src], lookupRank[p.groups[y].src])
+	slices.SortStableFunc(p.lookups, func(x, y groupLookup) int {
+		return cmp.Compare(lookupRank[x.src], lookupRank[y.src])
 	})
-	if len(p.alts) > maxAlts {
-		// The alternatives beyond maxAlts are tried on every event and
-		// may read any group.
-		for i := range p.needs {
-			p.needs[i] = altVec{^uint64(0), ^uint64(0)}
-		}
-	}
 
 	for _, g := range p.groups {
 		if g.src != srcStatus {
@@ -370,22 +376,20 @@ func (p *plan) begin(e *characteristics.Event, b *bitState) {
 	} else {
 		clear(b.preds)
 	}
-	for _, gi := range p.order {
-		g := &p.groups[gi]
-		if b.noMemo {
-			b.ents[g.src] = nil
-			continue
-		}
-		if g.src == srcStatus {
-			if uint(e.Status) < statusMax {
-				b.known[g.word] |= g.mask << g.shift
-				b.val[g.word] |= p.status[e.Status] << g.shift
-				b.alive.andNot(&p.statusDead[e.Status])
-			}
-			continue
-		}
-		if !b.alive.meets(&p.needs[gi]) {
-			b.ents[g.src] = nil
+	if b.noMemo {
+		b.ents = [nOrigins]*bitsEntry{}
+		b.remembered = b.known
+		return
+	}
+	if w := p.statusWord; w >= 0 && uint(e.Status) < statusMax {
+		b.known[w&(words-1)] |= p.statusMask << p.statusShift
+		b.val[w&(words-1)] |= p.status[e.Status] << p.statusShift
+		b.alive.andNot(&p.statusDead[e.Status])
+	}
+	for i := range p.lookups {
+		g := &p.lookups[i]
+		if !b.alive.meets(&g.needs) {
+			b.ents[g.src&(nOrigins-1)] = nil
 			continue
 		}
 		var ent *bitsEntry
@@ -399,12 +403,23 @@ func (p *plan) begin(e *characteristics.Event, b *bitState) {
 		if ent == nil {
 			ent = b.lookup(g.src, g.src.value(e), p.id)
 		}
-		b.ents[g.src] = ent
-		b.known[g.word] |= ent.known << g.shift
-		b.val[g.word] |= ent.val << g.shift
+		b.ents[g.src&(nOrigins-1)] = ent
+		w := g.word & (words - 1)
+		b.known[w] |= ent.known << g.shift
+		b.val[w] |= ent.val << g.shift
 		b.alive.andNot(&ent.dead)
 	}
 	b.remembered = b.known
+}
+
+// begin masks an origin with nOrigins-1: it is a power of two.
+var _ = [1]struct{}{}[nOrigins&(nOrigins-1)]
+
+// groupLookup is a group begin looks up.
+type groupLookup struct {
+	src         origin
+	word, shift uint8
+	needs       altVec // the alternatives that read one of its bits
 }
 
 // run evaluates every native predicate: the alternatives still alive, in

@@ -30,7 +30,7 @@ const (
 // anything else, having touched nothing but e; Parse then takes the general
 // path, which makes the same event of every line this accepts
 // (FuzzCombinedFastPath holds the two to that).
-func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *TimeCache) bool {
+func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *Cache) bool {
 	e.Reset()
 	e.Source = characteristics.SourceNginxLog
 	// $remote_addr " - ": the first ' ' starts the first " - ", if any. An
@@ -44,7 +44,7 @@ func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *TimeCac
 		if sp <= 0 {
 			return false
 		}
-		if ip, ok = parseAddr(line[:sp]); !ok {
+		if ip, ok = c.addr(line[:sp]); !ok {
 			return false
 		}
 	}
@@ -142,18 +142,57 @@ func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *TimeCac
 	return true
 }
 
-// TimeCache remembers the last $time_local a goroutine parsed with
-// ParseCache: a log's lines come in time order, many to a second, so most
-// repeat the time of the line before. The zero value is empty; a TimeCache
-// is not safe for concurrent use.
-type TimeCache struct {
-	text [26]byte
-	t    time.Time
-	ok   bool
+// Cache remembers what the lines a goroutine parses with ParseCache tend to
+// repeat. A log's lines come in time order, many to a second, so most repeat
+// the time of the line before; and a client makes its requests in bursts (a
+// page and its assets), so most addresses were seen a few lines before. It
+// keeps the last $time_local and, in a direct-mapped table, the addresses
+// that are not plain dotted IPv4 (which parse about as fast as they are
+// looked up): IPv6 costs several times more to parse than to look up. A
+// lookup that misses (a new address every line, or addresses crafted to
+// share a slot) costs a hash, a comparison and a copy over the parse. The
+// zero value is empty; a Cache is not safe for concurrent use.
+type Cache struct {
+	text  [26]byte
+	t     time.Time
+	ok    bool
+	addrs [addrSlots]addrSlot
+}
+
+const (
+	addrSlots   = 256 // a power of two
+	addrMaxText = 47  // the longest address text remembered (IPv6 with an IPv4 tail is 45)
+)
+
+type addrSlot struct {
+	tail uint64 // the last eight bytes of text: most misses end on it
+	n    uint8  // length of text; 0: empty
+	text [addrMaxText]byte
+	addr netip.Addr
+}
+
+// addr is parseAddr through c (nil: none).
+func (c *Cache) addr(b []byte) (netip.Addr, bool) {
+	if c == nil || len(b) < 8 || len(b) > addrMaxText {
+		return parseAddr(b)
+	}
+	// The last eight bytes differ between the addresses of a network; the
+	// slot is only a guess, the comparison decides.
+	tail := binary.LittleEndian.Uint64(b[len(b)-8:])
+	s := &c.addrs[((tail^uint64(len(b)))*0x9e3779b97f4a7c15)>>(64-8)&(addrSlots-1)]
+	if s.tail == tail && int(s.n) == len(b) && string(s.text[:s.n]) == string(b) {
+		return s.addr, true
+	}
+	a, ok := parseAddr(b)
+	if ok {
+		s.n = uint8(copy(s.text[:], b))
+		s.tail, s.addr = tail, a
+	}
+	return a, ok
 }
 
 // parse is parseTimeLocal through c (nil: none).
-func (c *TimeCache) parse(b []byte) (time.Time, bool) {
+func (c *Cache) parse(b []byte) (time.Time, bool) {
 	if c == nil {
 		return parseTimeLocal(b)
 	}

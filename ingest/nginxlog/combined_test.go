@@ -2,6 +2,8 @@ package nginxlog
 
 import (
 	"bytes"
+	"fmt"
+	"net/netip"
 	"os"
 	"reflect"
 	"testing"
@@ -59,9 +61,9 @@ func parseBoth(t *testing.T, f *Format, data []byte) (accepted bool) {
 	}
 	// Without a time cache, with one holding another line's time, and with
 	// one holding this line's time (a hit).
-	var c TimeCache
+	var c Cache
 	c.parse([]byte("10/Oct/2023:13:55:36 +0000"))
-	for i, cache := range []*TimeCache{nil, &c, &c} {
+	for i, cache := range []*Cache{nil, &c, &c} {
 		fast := bytes.Clone(data)
 		var ef characteristics.Event
 		errF := f.ParseCache(fast, &ef, cache)
@@ -141,7 +143,7 @@ func TestCombinedFastPathAllocs(t *testing.T) {
 	line := []byte(benchCombined)
 	buf := make([]byte, len(line))
 	var e characteristics.Event
-	var c TimeCache
+	var c Cache
 	copy(buf, line)
 	if !f.parseCombined(buf, &e, &c) {
 		t.Fatal("benchmark line not on the fast path")
@@ -158,7 +160,7 @@ func TestCombinedFastPathAllocs(t *testing.T) {
 // text, whichever of its bytes differs (the cache compares them as words).
 func TestTimeCacheEveryByte(t *testing.T) {
 	const base = "10/Oct/2023:13:45:36 +0100"
-	var c TimeCache
+	var c Cache
 	for i := range len(base) {
 		for _, d := range []byte("0123456789") {
 			if base[i] < '0' || base[i] > '9' || base[i] == d {
@@ -177,5 +179,49 @@ func TestTimeCacheEveryByte(t *testing.T) {
 				t.Fatalf("%s after %s: %v, %v; want %v", other, base, got, ok, want)
 			}
 		}
+	}
+}
+
+// TestCacheAddrs: an address looked up through the Cache is what parseAddr
+// gives, on a hit, on a miss, for more addresses than slots, for addresses
+// crafted to share a slot (the same length and last eight bytes), and for
+// texts that do not parse (never remembered).
+func TestCacheAddrs(t *testing.T) {
+	var texts []string
+	for i := range 3 * addrSlots {
+		texts = append(texts, fmt.Sprintf("2001:db8:%x::%x", i%7, i))
+		texts = append(texts, fmt.Sprintf("2001:db8:%x:1:2:3:4:%x", i, i%5)) // same tail as others
+		texts = append(texts, fmt.Sprintf("%x:db8::1:2:3:4:abcd", i))        // same tail, same length
+	}
+	texts = append(texts, "::ffff:203.0.113.7", "fe80::1%eth0", "1.2.3.4", "01.2.3.4", "2001:db8::g", "::", "x")
+	var c Cache
+	for round := range 2 {
+		for _, s := range texts {
+			got, gotOK := c.addr([]byte(s))
+			want, wantOK := parseAddr([]byte(s))
+			if got != want || gotOK != wantOK {
+				t.Fatalf("round %d: %q through the cache: %v %v, parseAddr %v %v", round, s, got, gotOK, want, wantOK)
+			}
+		}
+	}
+	if got, ok := (*Cache)(nil).addr([]byte("2001:db8::1")); !ok || got != netip.MustParseAddr("2001:db8::1") {
+		t.Errorf("nil cache: %v %v", got, ok)
+	}
+}
+
+func TestCacheAddrsAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	var c Cache
+	a, b := []byte("2001:db8:330:d4fd:4ef5:18ca:1c19:24db"), []byte("2001:db8:330:d4fd:4ef5:18ca:1c19:24dc")
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		c.addr(a)
+		b[len(b)-1] = "0123456789abcdef"[i%16] // a miss every other call
+		c.addr(b)
+		i++
+	}); n != 0 {
+		t.Errorf("%v allocs per lookup", n)
 	}
 }

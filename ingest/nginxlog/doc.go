@@ -14,7 +14,8 @@
 // splits, so that the reading goroutine does no work per line.
 // Format.Append does the reverse of Parse, writing an Event as nginx would.
 // The combined format takes a fast path held by a fuzz test to the general
-// one; ParseCache also remembers, per goroutine, the last $time_local parsed.
+// one; ParseCache also remembers, per goroutine, the last $time_local parsed
+// and the IPv6 addresses seen lately.
 //
 // Promises:
 //   - Parse and ParseJSON never panic, and allocate nothing for a good line

@@ -14,14 +14,14 @@ import (
 // BenchmarkParseLog parses the lines of a generated log (bench/loggen: the
 // mix of IPv4 and IPv6 clients, referers, queries, agents and attacks that
 // guardd replay is measured on) one after another, as a replay worker does
-// with its TimeCache; an op is one line.
+// with its Cache; an op is one line.
 func BenchmarkParseLog(b *testing.B) {
 	var log bytes.Buffer
 	if _, err := loggen.Generate(&log, loggen.Config{Seed: 5, Benign: 300, Format: loggen.FormatCombined}); err != nil {
 		b.Fatal(err)
 	}
 	lines := bytes.Split(bytes.TrimSuffix(log.Bytes(), []byte{'\n'}), []byte{'\n'})
-	f, c := nginxlog.MustCompile("combined"), new(nginxlog.TimeCache)
+	f, c := nginxlog.MustCompile("combined"), new(nginxlog.Cache)
 	buf := make([]byte, 0, 1<<16)
 	var e characteristics.Event
 	var size int64

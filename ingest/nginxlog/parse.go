@@ -32,7 +32,7 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 
 // ParseCache is Parse remembering in c (nil: nothing), which belongs to the
 // calling goroutine, what the next lines are likely to repeat.
-func (f *Format) ParseCache(line []byte, e *characteristics.Event, c *TimeCache) error {
+func (f *Format) ParseCache(line []byte, e *characteristics.Event, c *Cache) error {
 	if f.combined && len(line) <= 1<<30 && f.parseCombined(line, e, c) {
 		return nil
 	}

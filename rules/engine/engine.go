@@ -348,27 +348,47 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	}
 	// Make the key of every group a rule needs, each once; ok gets the
 	// rules whose key the event has.
-	for g := range e.groups {
-		members := e.members[g*e.words : (g+1)*e.words]
-		var need uint64
-		for w, b := range members {
-			x := cnt[w]
-			if rec != nil {
-				x |= mit[w]
-			}
-			need |= x & b
+	if e.words == 1 { // up to 64 rules: the loop below, without its inner loops
+		want := cnt[0]
+		if rec != nil {
+			want |= mit[0]
 		}
-		var hash uint64
-		if need != 0 {
-			if k := e.makeKey(ev, m, int32(g)); k.ok {
-				hash = k.hash
-				for w, b := range members {
-					ok[w] |= b
+		var have uint64
+		for g, b := range e.members {
+			var hash uint64
+			if want&b != 0 {
+				if k := e.makeKey(ev, m, int32(g)); k.ok {
+					hash, have = k.hash, have|b
 				}
 			}
+			if rec != nil {
+				rec[1+g] = hash
+			}
 		}
-		if rec != nil {
-			rec[e.words+g] = hash
+		ok[0] = have
+	} else {
+		for g := range e.groups {
+			members := e.members[g*e.words : (g+1)*e.words]
+			var need uint64
+			for w, b := range members {
+				x := cnt[w]
+				if rec != nil {
+					x |= mit[w]
+				}
+				need |= x & b
+			}
+			var hash uint64
+			if need != 0 {
+				if k := e.makeKey(ev, m, int32(g)); k.ok {
+					hash = k.hash
+					for w, b := range members {
+						ok[w] |= b
+					}
+				}
+			}
+			if rec != nil {
+				rec[e.words+g] = hash
+			}
 		}
 	}
 	if rec != nil {
