@@ -11,11 +11,14 @@ import (
 
 // Distinct counts, per key, how many distinct values were seen in a sliding
 // period: distinct paths per address, distinct addresses per cookie,
-// distinct user agents per address. Each key holds a HyperLogLog sketch of
-// DistinctRegisters registers for the current aligned window and one for the
-// previous, so its memory is fixed whatever the number of values (see
-// DistinctSlotBytes). It is safe for concurrent use: keys are spread over
-// shards as in Table.
+// distinct user agents per address. Each key holds the fingerprints of
+// its values in the current aligned window and in the previous one: up to
+// four per window in its slot (DistinctSlotBytes), and beyond that in a
+// block of its own (DistinctBlockBytes) that turns into a HyperLogLog
+// sketch of DistinctRegisters registers per window, so its memory is
+// bounded whatever the number of values. Most keys (an address's user
+// agents, its missing pages) hold a few values and never take a block.
+// It is safe for concurrent use: keys are spread over shards as in Table.
 //
 // The estimate slides as the sliding window counter does: values seen in the
 // current window count fully, values seen only in the previous window count
@@ -43,25 +46,41 @@ type Distinct struct {
 const DistinctRegisters = 128
 
 // DistinctSlotBytes is the memory of one key, before the table's load factor
-// (TestDistinctSlotSize checks it).
-const DistinctSlotBytes = 288
+// (TestDistinctSlotSize checks it), and DistinctBlockBytes that of the
+// block a key takes while one of its windows holds more than four values.
+const (
+	DistinctSlotBytes  = 64
+	DistinctBlockBytes = 2 * DistinctRegisters
+)
 
 const registerBits = 7 // log2(DistinctRegisters)
 
 // dslot is one key: the start of its current window, the cached estimates
 // of the current window and of the union with the previous one, and the
-// registers of both windows.
+// fingerprints of both windows' values ([0] current window, [1] previous)
+// while each holds at most sparseInline; else its block holds them.
 type dslot struct {
 	key      uint64 // 0 = empty
 	t        int64
 	cur, uni float32
-	n        [2]uint8                    // values held exactly, or dense
-	reg      [2][DistinctRegisters]uint8 // [0] current window, [1] previous
+	n        [2]uint8 // values held exactly, or dense
+	_        [2]uint8
+	blk      int32 // 1 + the index of the key's block in dshard.blocks; 0: none
+	fps      [2][sparseInline]uint32
 }
+
+// sparseInline is how many fingerprints a window keeps in its slot.
+const sparseInline = 4
+
+// dblock is the registers of both windows of a key that outgrew its slot:
+// up to sparseMax fingerprints in their bytes, then HyperLogLog registers.
+type dblock [2][DistinctRegisters]uint8
 
 type dshard struct {
 	mu        sync.Mutex
 	slots     []dslot
+	blocks    []dblock
+	free      []int32 // indexes of unused blocks
 	n         int
 	rng       uint64
 	evictions uint64
@@ -117,8 +136,9 @@ func NewDistinct(cfg DistinctConfig) (*Distinct, error) {
 	if cfg.MaxKeys < 0 || cfg.Shards < 0 || cfg.Shards > 1<<16 {
 		return nil, fmt.Errorf("counting: distinct: max keys %d, shards %d: must be >= 0 (shards <= %d)", cfg.MaxKeys, cfg.Shards, 1<<16)
 	}
-	// A key is nine times a Table slot: the cap is an eighth of Table's,
-	// which keeps a full table near 57 MB at the default.
+	// A key is two Table slots, and up to eight more while it holds more
+	// than four values in a window: the cap is an eighth of Table's, which
+	// keeps a full table under 46 MB at the default (13 MB of slots).
 	n, perShard, shift := shardLayout(cfg.MaxKeys, 8, cfg.Shards)
 	d := &Distinct{period: int64(cfg.Period), limit: cfg.Limit, shift: shift, cap: perShard, shards: make([]dshard, n)}
 	d.maxSlot = d.cap*3/2 + 1
@@ -189,7 +209,11 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 		s.n++
 	}
 	sl := &s.slots[i]
-	d.rotate(sl, now)
+	k := dkey{sl, s.block(sl)}
+	d.rotate(k, now)
+	if k.b != nil && sl.n[0] == 0 && sl.n[1] <= sparseInline {
+		k.b = s.unwiden(sl, k.b) // rotated out of the block (a late value may go back in)
+	}
 	w := 0 // the window the event falls in
 	if now < sl.t {
 		if now < sl.t-d.period {
@@ -200,20 +224,24 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 		}
 		w = 1
 	}
-	switch f := uint32(splitmix(value) >> 32); sl.insert(w, f) {
+	f := uint32(splitmix(value) >> 32)
+	if k.b == nil && sl.n[w] == sparseInline && !k.holds(w, f) {
+		k.b = s.widen(sl, d.cap)
+	}
+	switch k.insert(w, f) {
 	case addedExact:
 		// Both windows exact: the union grows by one unless the other
 		// window holds the value; the full count is quadratic in them.
 		if o := 1 - w; sl.n[o] != dense {
 			sl.cur = float32(sl.n[0])
-			if !sl.holds(o, f) {
+			if !k.holds(o, f) {
 				sl.uni++
 			}
 			break
 		}
-		d.estimate(sl)
+		d.estimate(k)
 	case changedSketch:
-		d.estimate(sl)
+		d.estimate(k)
 	}
 	r := d.result(sl, now)
 	s.mu.Unlock()
@@ -236,30 +264,110 @@ func (d *Distinct) Peek(key uint64, now int64) Result {
 		return Result{Remaining: d.limit}
 	}
 	sl := s.slots[i] // a copy: Peek changes nothing
-	d.rotate(&sl, now)
+	k := dkey{&sl, nil}
+	if sl.blk != 0 {
+		b := s.blocks[sl.blk-1]
+		k.b = &b
+	}
+	d.rotate(k, now)
 	return d.result(&sl, now)
 }
 
-// rotate moves sl's windows forward to the one holding now.
-func (d *Distinct) rotate(sl *dslot, now int64) {
+// dkey is one key's state: its slot, and its block if it has one.
+type dkey struct {
+	*dslot
+	b *dblock // nil: the fingerprints are in the slot
+}
+
+// block returns sl's block, or nil.
+func (s *dshard) block(sl *dslot) *dblock {
+	if sl.blk == 0 {
+		return nil
+	}
+	return &s.blocks[sl.blk-1]
+}
+
+// widen gives sl a block and moves its fingerprints into it, as the bytes
+// of its registers. A shard's blocks are reused once freed, and never more
+// than its keys (limit).
+func (s *dshard) widen(sl *dslot, limit int) *dblock {
+	var i int32
+	if n := len(s.free); n > 0 {
+		i, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		if n := len(s.blocks); n == cap(s.blocks) {
+			b := make([]dblock, n, max(min(2*n, limit), n+1, 4))
+			copy(b, s.blocks)
+			s.blocks = b
+		}
+		s.blocks = append(s.blocks, dblock{})
+		i = int32(len(s.blocks) - 1)
+	}
+	b := &s.blocks[i]
+	*b = dblock{}
+	for w := range 2 {
+		for j := range int(sl.n[w]) { // a slot's window is never dense
+			binary.LittleEndian.PutUint32(b[w][4*j:], sl.fps[w][j])
+		}
+	}
+	sl.blk = i + 1
+	return b
+}
+
+// unwiden moves back into sl the fingerprints of its block, whose current
+// window is empty and previous one holds at most sparseInline, and frees
+// the block.
+func (s *dshard) unwiden(sl *dslot, b *dblock) *dblock {
+	sl.fps = [2][sparseInline]uint32{}
+	for j := range int(sl.n[1]) {
+		sl.fps[1][j] = binary.LittleEndian.Uint32(b[1][4*j:])
+	}
+	s.freeBlock(sl)
+	return nil
+}
+
+// freeBlock frees sl's block, if it has one.
+func (s *dshard) freeBlock(sl *dslot) {
+	if sl.blk != 0 {
+		s.free = append(s.free, sl.blk-1)
+		sl.blk = 0
+	}
+}
+
+// rotate moves k's windows forward to the one holding now.
+func (d *Distinct) rotate(k dkey, now int64) {
+	sl := k.dslot
 	if now < sl.t+d.period {
 		return
 	}
 	if now < sl.t+2*d.period {
-		sl.reg[1] = sl.reg[0]
+		if k.b != nil {
+			k.b[1] = k.b[0]
+		} else {
+			sl.fps[1] = sl.fps[0]
+		}
 		sl.t += d.period
-	} else {
-		sl.reg[1] = [DistinctRegisters]uint8{}
+		sl.n[1] = sl.n[0]
+	} else { // a pause of two periods or more: nothing is left of either window
+		if k.b != nil {
+			k.b[1] = [DistinctRegisters]uint8{}
+		} else {
+			sl.fps[1] = [sparseInline]uint32{}
+		}
 		sl.n[1] = 0
 		sl.t = d.windowStart(now)
 	}
-	sl.reg[0] = [DistinctRegisters]uint8{}
-	sl.n[1], sl.n[0] = sl.n[0], 0
-	d.estimate(sl)
+	if k.b != nil {
+		k.b[0] = [DistinctRegisters]uint8{}
+	} else {
+		sl.fps[0] = [sparseInline]uint32{}
+	}
+	sl.n[0] = 0
+	d.estimate(k)
 }
 
-// estimate refreshes the cached estimates of sl.
-func (d *Distinct) estimate(sl *dslot) {
+// estimate refreshes the cached estimates of k.
+func (d *Distinct) estimate(sl dkey) {
 	if sl.n[0] != dense && sl.n[1] != dense {
 		// Both exact: the union is counted exactly too.
 		u := int(sl.n[0])
@@ -292,12 +400,22 @@ const (
 	dense     = 0xff
 )
 
-func (sl *dslot) fp(w, i int) uint32 {
-	b := sl.reg[w][4*i:]
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+func (sl dkey) fp(w, i int) uint32 {
+	if sl.b == nil {
+		return sl.fps[w][i]
+	}
+	return binary.LittleEndian.Uint32(sl.b[w][4*i:])
 }
 
-func (sl *dslot) holds(w int, f uint32) bool {
+func (sl dkey) holds(w int, f uint32) bool {
+	if sl.b == nil {
+		for _, g := range sl.fps[w][:sl.n[w]] {
+			if g == f {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range int(sl.n[w]) {
 		if sl.fp(w, i) == f {
 			return true
@@ -312,9 +430,9 @@ func place(f uint32) (int, uint8) {
 }
 
 // registers writes window w's registers into out (which it overwrites).
-func (sl *dslot) registers(w int, out *[DistinctRegisters]uint8) {
+func (sl dkey) registers(w int, out *[DistinctRegisters]uint8) {
 	if sl.n[w] == dense {
-		*out = sl.reg[w]
+		*out = sl.b[w]
 		return
 	}
 	*out = [DistinctRegisters]uint8{}
@@ -334,28 +452,34 @@ const (
 // insert adds fingerprint f to window w and reports what changed. A dense
 // window's repeats and values under their register's rank change nothing,
 // and cost no estimate.
-func (sl *dslot) insert(w int, f uint32) int {
+//
+// A key without a block must have room in its slot (Add widens it first).
+func (sl dkey) insert(w int, f uint32) int {
 	changed := unchanged
 	if n := sl.n[w]; n != dense {
 		if sl.holds(w, f) {
 			return unchanged
 		}
+		if sl.b == nil {
+			sl.fps[w][n] = f
+			sl.n[w]++
+			return addedExact
+		}
 		if n < sparseMax {
-			b := sl.reg[w][4*n:]
-			b[0], b[1], b[2], b[3] = byte(f), byte(f>>8), byte(f>>16), byte(f>>24)
+			binary.LittleEndian.PutUint32(sl.b[w][4*n:], f)
 			sl.n[w]++
 			return addedExact
 		}
 		var reg [DistinctRegisters]uint8
 		sl.registers(w, &reg)
-		sl.reg[w], sl.n[w] = reg, dense
+		sl.b[w], sl.n[w] = reg, dense
 		changed = changedSketch
 	}
 	idx, rank := place(f)
-	if rank <= sl.reg[w][idx] {
+	if rank <= sl.b[w][idx] {
 		return changed
 	}
-	sl.reg[w][idx] = rank
+	sl.b[w][idx] = rank
 	return changedSketch
 }
 
@@ -451,6 +575,7 @@ func (d *Distinct) growLocked(s *dshard) {
 
 // deleteLocked empties slot i with backward-shift deletion, as Table does.
 func (d *Distinct) deleteLocked(s *dshard, i int) {
+	s.freeBlock(&s.slots[i])
 	n := len(s.slots)
 	j := i
 	for {

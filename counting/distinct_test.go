@@ -265,7 +265,7 @@ func TestDistinctCachedEstimate(t *testing.T) {
 			}
 			got := s.slots[j]
 			want := got
-			d.estimate(&want)
+			d.estimate(dkey{&want, s.block(&got)}) // estimate writes only the slot
 			if got.cur != want.cur || got.uni != want.uni {
 				t.Fatalf("%d values, Add %d (n %v): kept cur %v uni %v, recomputed %v %v", values, i, got.n, got.cur, got.uni, want.cur, want.uni)
 			}

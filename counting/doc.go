@@ -35,10 +35,14 @@
 //   - Distinct counts, per key, the distinct values of a second
 //     characteristic (distinct paths per address): 32 exact 32-bit
 //     fingerprints per window, then 128 HyperLogLog registers, sliding over
-//     the current and previous window like SlidingWindow. Fixed memory per
-//     key (DistinctSlotBytes, 288 bytes), an eighth of Table's key cap with
-//     the same sampled eviction, 0 allocations per Add. Exact up to 32
-//     values; about 7% mean error beyond (TestDistinctAccuracy).
+//     the current and previous window like SlidingWindow. Bounded memory
+//     per key: a 64-byte slot (DistinctSlotBytes) holds up to four values
+//     per window, and a key with more takes a 256-byte block
+//     (DistinctBlockBytes) until its windows rotate down to four; at most
+//     352 bytes per key at the cap, an eighth of Table's key cap, with the
+//     same sampled eviction. 0 allocations per Add once the shard's slots
+//     and blocks have grown. Exact up to 32 values; about 7% mean error
+//     beyond (TestDistinctAccuracy).
 //   - Windows applies several limits (5 minutes and 1 hour, say) to the same
 //     keys, one Table or Distinct per limit; an event that exceeds any of
 //     them is Exceeded.
