@@ -347,7 +347,8 @@ func (d *Distinct) rotate(k dkey, now int64) {
 			sl.fps[1] = sl.fps[0]
 		}
 		sl.t += d.period
-	} else {
+		sl.n[1] = sl.n[0]
+	} else { // a pause of two periods or more: nothing is left of either window
 		if k.b != nil {
 			k.b[1] = [DistinctRegisters]uint8{}
 		} else {
@@ -361,7 +362,7 @@ func (d *Distinct) rotate(k dkey, now int64) {
 	} else {
 		sl.fps[0] = [sparseInline]uint32{}
 	}
-	sl.n[1], sl.n[0] = sl.n[0], 0
+	sl.n[0] = 0
 	d.estimate(k)
 }
 
