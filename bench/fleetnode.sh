@@ -101,12 +101,12 @@ for port in 19500 19502; do
   done
   kill $wpid 2>/dev/null || true; wait $wpid 2>/dev/null || true
 done
-declare -A rps cpus
+declare -A rps cpus all
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # clock ticks, user + system
 hz=$(getconf CLK_TCK)
 # fleet: the fleet node's scripts and flushes so far (a Redis round trip
 # each), to report per request.
-fleet() { curl -s http://127.0.0.1:19503/metrics | awk '/^guardd_counting_redis_keys_flushed_total/ {k = $2} /^guardd_counting_redis_flushes_total\{outcome="ok"\}/ {f = $2} END {printf "%d %d", k, f}'; }
+fleet() { curl -s http://127.0.0.1:19503/metrics | awk '/^guardd_counting_redis_keys_flushed_total/ {k = $2} /^guardd_counting_redis_flushes_total\{outcome="ok"\}/ {f = $2} /^guardd_counting_redis_decisions_total\{mode="lease_wait"\}/ {w = $2} END {printf "%d %d %d", k, f, w}'; }
 # The warm-up's new keys (200,000 first grants) are still being flushed
 # when wrk stops: wait until the fleet node has sent nothing for a second,
 # so that its backlog (guardd's and redis-server's CPU) does not fall on
@@ -118,31 +118,37 @@ for _ in $(seq 600); do
   [ $still -ge 5 ] && break
   last=$cur; sleep 0.2
 done
-echo "== fleet node settled: scripts, flushes so far: $cur"
+echo "== fleet node settled: scripts, flushes, lease waits so far: $cur"
 for r in $(seq "$rounds"); do
   for mode in off on; do
     port=19500; [ $mode = on ] && port=19502
     g=${pids[1]}; [ $mode = on ] && g=${pids[2]}
-    read -r k0 f0 <<<"$(fleet)"
+    read -r k0 f0 w0 <<<"$(fleet)"
     g0=$(cpu "$g"); r0=$(cpu "$rpid"); t0=$(date +%s.%N)
     res=$(wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" "http://127.0.0.1:$port/v1/decide")
     v=$(awk '/Requests\/sec/ {print $2}' <<<"$res")
     p99=$(awk '$1 == "99%" {print $2}' <<<"$res")
     rps[$mode]="${rps[$mode]:-} $v"
     g1=$(cpu "$g"); r1=$(cpu "$rpid"); t1=$(date +%s.%N)
-    read -r k1 f1 <<<"$(fleet)"
+    read -r k1 f1 w1 <<<"$(fleet)"
     n=$(awk '/requests in/ {print $1}' <<<"$res")
+    all[$mode]=$(( ${all[$mode]:-0} + n ))
     gus=$(awk -v a="$g0" -v b="$g1" -v n="$n" -v h="$hz" 'BEGIN {printf "%.1f", 1e6 * (b - a) / h / n}')
     rus=$(awk -v a="$r0" -v b="$r1" -v n="$n" -v h="$hz" 'BEGIN {printf "%.1f", 1e6 * (b - a) / h / n}')
     cpus[$mode]="${cpus[$mode]:-} $gus"
     extra=""
-    [ $mode = on ] && extra=$(awk -v k=$((k1 - k0)) -v f=$((f1 - f0)) -v n="$n" -v d="${dur%s}" 'BEGIN {printf "; %.3f scripts per request, %.0f flushes/s", k / n, f / d}')
+    [ $mode = on ] && extra=$(awk -v k=$((k1 - k0)) -v f=$((f1 - f0)) -v w=$((w1 - w0)) -v n="$n" -v d="${dur%s}" 'BEGIN {printf "; %.3f scripts per request, %.0f flushes/s, %d lease waits", k / n, f / d, w}')
     echo "round $r fleet $mode: $v requests/s, p99 $p99; CPU per request: guardd $gus µs, redis-server $rus µs$extra"
   done
 done
 med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 off=$(med <<<"${rps[off]}"); on=$(med <<<"${rps[on]}")
 echo "median: off $off requests/s, on $on requests/s: on/off $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
+# Every client's gcra lease runs out in the same round (they were all
+# granted in the warm-up, and each client's requests come at the same
+# pace): that round pays a script per client, which the median may leave
+# out. The requests of all rounds together count it.
+echo "all rounds: off ${all[off]} requests, on ${all[on]} requests: on/off $(awk -v a="${all[on]}" -v b="${all[off]}" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
 goff=$(med <<<"${cpus[off]}"); gon=$(med <<<"${cpus[on]}")
 echo "median guardd CPU per request: off $goff µs, on $gon µs: off/on $(awk -v a="$goff" -v b="$gon" 'BEGIN {printf "%.1f%%", 100 * a / b}') (the throughput ratio on an idle CPU-bound node)"
 echo "fleet node's Redis counting:"

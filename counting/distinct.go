@@ -347,7 +347,8 @@ func (d *Distinct) rotate(k dkey, now int64) {
 			sl.fps[1] = sl.fps[0]
 		}
 		sl.t += d.period
-	} else {
+		sl.n[1] = sl.n[0]
+	} else { // a pause of two periods or more: nothing is left of either window
 		if k.b != nil {
 			k.b[1] = [DistinctRegisters]uint8{}
 		} else {
@@ -361,7 +362,7 @@ func (d *Distinct) rotate(k dkey, now int64) {
 	} else {
 		sl.fps[0] = [sparseInline]uint32{}
 	}
-	sl.n[1], sl.n[0] = sl.n[0], 0
+	sl.n[0] = 0
 	d.estimate(k)
 }
 
@@ -499,6 +500,15 @@ func maxRegisters(u, o *[DistinctRegisters]uint8) {
 	}
 }
 
+// b2i is 1 for true, 0 for false, without a branch.
+func b2i(b bool) uint8 {
+	var u uint8
+	if b {
+		u = 1
+	}
+	return u
+}
+
 // pow2neg[r] is 2^-r.
 var pow2neg = func() (p [66]float64) {
 	for r := range p {
@@ -508,16 +518,26 @@ var pow2neg = func() (p [66]float64) {
 }()
 
 // hllEstimate is the HyperLogLog estimate of one register array, with
-// linear counting for small cardinalities.
+// linear counting for small cardinalities. The sum of 2^-rank is made in
+// four independent sums, not one chain of dependent adds: every partial
+// sum is a multiple of 2^-maxRank under 2^8, exact in a float64, so the
+// order of the adds cannot change the result by a bit.
 func hllEstimate(reg *[DistinctRegisters]uint8) float64 {
 	const m = DistinctRegisters
-	sum, zeros := 0.0, 0
-	for _, r := range reg {
-		sum += pow2neg[r]
-		if r == 0 {
-			zeros++
-		}
+	var s0, s1, s2, s3 float64
+	var z0, z1, z2, z3 int
+	for i := 0; i < m; i += 4 {
+		r0, r1, r2, r3 := reg[i], reg[i+1], reg[i+2], reg[i+3]
+		s0 += pow2neg[r0&63]
+		s1 += pow2neg[r1&63]
+		s2 += pow2neg[r2&63]
+		s3 += pow2neg[r3&63]
+		z0 += int(b2i(r0 == 0))
+		z1 += int(b2i(r1 == 0))
+		z2 += int(b2i(r2 == 0))
+		z3 += int(b2i(r3 == 0))
 	}
+	sum, zeros := (s0+s1)+(s2+s3), z0+z1+z2+z3
 	if zeros == m {
 		return 0
 	}

@@ -7,7 +7,8 @@ import (
 )
 
 // refKey is one key of Distinct as it was before keys kept their first
-// values in their slots: both windows' registers always at hand, holding
+// values in their slots (with the previous window emptied after a pause of
+// two periods, which it was not): both windows' registers always at hand, holding
 // up to sparseMax fingerprints in their bytes. The compact slots must give
 // the same results to the last bit (TestDistinctAsReference).
 type refKey struct {
@@ -101,13 +102,14 @@ func (k *refKey) rotate(d *Distinct, now int64) {
 	if now < k.t+2*d.period {
 		k.reg[1] = k.reg[0]
 		k.t += d.period
+		k.n[1] = k.n[0]
 	} else {
 		k.reg[1] = [DistinctRegisters]uint8{}
 		k.n[1] = 0
 		k.t = d.windowStart(now)
 	}
 	k.reg[0] = [DistinctRegisters]uint8{}
-	k.n[1], k.n[0] = k.n[0], 0
+	k.n[0] = 0
 	k.estimate()
 }
 
@@ -268,5 +270,25 @@ func TestDistinctBlocks(t *testing.T) {
 	}
 	if used, held := inUse(); used != d.Len() || held > 8+1 {
 		t.Fatalf("after evictions: %d blocks in use of %d for %d keys", used, held, d.Len())
+	}
+}
+
+// TestDistinctPause: after a pause of two periods or more nothing is left
+// of a key's windows: one new value counts one, whatever came before (the
+// previous window once kept the count of the values it had lost, as that
+// many fingerprints of 0).
+func TestDistinctPause(t *testing.T) {
+	for _, before := range []uint64{4, 5, 30, 700} { // in the slot, in a block, dense
+		d := newDistinct(t, time.Minute, 5, 0)
+		t0 := int64(time.Hour)
+		for v := range before {
+			d.Add(1, v+1, t0)
+		}
+		for _, pause := range []time.Duration{2 * time.Minute, 150 * time.Second, 10 * time.Minute} {
+			t0 += int64(pause)
+			if r := d.Add(1, 999+uint64(pause), t0); r.Count != 1 {
+				t.Errorf("%d values, then a pause of %v, then one new value: count %v, want 1", before, pause, r.Count)
+			}
+		}
 	}
 }

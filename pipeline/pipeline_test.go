@@ -322,3 +322,74 @@ func TestReportAllowlistAnyScope(t *testing.T) {
 		t.Fatalf("clients %+v, want only the attacker: the allowlisted client receives no action", cs)
 	}
 }
+
+// blocks is a Source that hands lines over in blocks (Writer.Buffer and
+// Block), size bytes of room at a time, every third block replaced by the
+// same lines through Line.
+type blocks struct {
+	ls   []string
+	size int
+}
+
+func (bs blocks) Read(ctx context.Context, w *Writer) error {
+	for i, n := 0, 0; i < len(bs.ls); n++ {
+		if n%3 == 2 {
+			if err := w.Line([]byte(bs.ls[i]), "test.log", int64(i+1)); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		buf, err := w.Buffer(bs.size)
+		if err != nil {
+			return err
+		}
+		if len(buf) < bs.size {
+			return fmt.Errorf("Buffer(%d) gave %d bytes", bs.size, len(buf))
+		}
+		first, used, k := i, 0, 0
+		for i < len(bs.ls) && used+len(bs.ls[i])+1 <= bs.size {
+			used += copy(buf[used:], bs.ls[i])
+			buf[used] = '\n'
+			used++
+			i, k = i+1, k+1
+		}
+		if err := w.Block(used, k, "test.log", int64(first+1), 1<<20); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestBlocksAsLines: lines handed over in blocks, which the workers split,
+// are counted, numbered in errors and mitigated as the same lines handed
+// over one by one; a Buffer larger than a batch grows it.
+func TestBlocksAsLines(t *testing.T) {
+	var src lines
+	for i := range 3000 {
+		switch {
+		case i%500 == 7:
+			src = append(src, "not a line")
+		case i%700 == 3:
+			src = append(src, "") // an empty line: malformed too
+		default:
+			src = append(src, logLine(fmt.Sprintf("203.0.113.%d", i%9), "/login", 401, wall.Add(-time.Duration(3000-i)*100*time.Millisecond)))
+		}
+	}
+	want, _ := run(t, build(t, ""), newStore(t), src, NewReport(false))
+	wantReport := NewReport(false)
+	run(t, build(t, ""), newStore(t), src, wantReport)
+	for _, size := range []int{100, 4096, 1 << 20} {
+		rep := NewReport(false)
+		got, _ := run(t, build(t, ""), newStore(t), blocks{src, size}, rep)
+		if got.Lines != want.Lines || got.Malformed != want.Malformed || got.Events != want.Events || got.Mitigated != want.Mitigated {
+			t.Fatalf("size %d: %+v, want %+v", size, got, want)
+		}
+		if fmt.Sprint(got.Errors) != fmt.Sprint(want.Errors) {
+			t.Errorf("size %d: errors %v, want %v", size, got.Errors, want.Errors)
+		}
+		if g, w := rep.Mitigations(), wantReport.Mitigations(); len(g) != len(w) || len(g) == 0 || fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("size %d: mitigations %v, want %v", size, g, w)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,9 +175,9 @@ func (w *Writer) Line(data []byte, file string, line int64) error {
 }
 
 // Buffer returns the free space at the end of the current batch, at least
-// min bytes (up to the batch's size), for a Source to read lines straight
-// into and hand over with Block: the copy Line makes is saved, and the one
-// goroutine that reads does no work per line.
+// min bytes (a batch grows for a larger min), for a Source to read lines
+// straight into and hand over with Block: the copy Line makes is saved, and
+// the one goroutine that reads does no work per line.
 func (w *Writer) Buffer(min int) ([]byte, error) {
 	if w.b != nil && cap(w.b.arena)-len(w.b.arena) < min {
 		w.flush()
@@ -185,6 +186,9 @@ func (w *Writer) Buffer(min int) ([]byte, error) {
 		if err := w.take(); err != nil {
 			return nil, err
 		}
+	}
+	if cap(w.b.arena)-len(w.b.arena) < min {
+		w.b.arena = slices.Grow(w.b.arena, min)
 	}
 	a := w.b.arena
 	return a[len(a):cap(a)], nil

@@ -210,6 +210,36 @@ func (p params) step(s State, a call, now int64) State {
 	return s
 }
 
+// released is s, advanced to now, with a hand-back of rel granted in
+// window relWin (sliding_log: at time relWin) applied as the script will
+// apply it: a node's view does not count against it the unused lease it is
+// about to hand back (after a window rolls, the previous window's count
+// holds the whole lease the node was granted in it).
+func (p params) released(s State, rel float64, relWin, now int64) State {
+	switch p.alg {
+	case counting.SlidingWindow:
+		switch relWin {
+		case s.Win:
+			s.Cur = max(0, s.Cur-rel)
+		case s.Win - 1:
+			s.Prev = max(0, s.Prev-rel)
+		}
+	case counting.FixedWindow:
+		if relWin == s.Win {
+			s.Cur = max(0, s.Cur-rel)
+		}
+	case counting.SlidingLog:
+		if relWin > now-p.period {
+			s.Usage = max(0, s.Usage-rel)
+		}
+	case counting.TokenBucket:
+		s.Cur = min(p.burst, s.Cur+rel)
+	case counting.GCRA:
+		s.At = max(now, s.At-int64(math.Floor(rel*p.interval+0.5)))
+	}
+	return s
+}
+
 // capacity is what usage is judged against: the limit, or the burst of the
 // shapers.
 func (p params) capacity() float64 {

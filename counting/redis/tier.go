@@ -668,6 +668,9 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		st = ks.s
 	}
 	st = c.p.advance(st, rnow)
+	if ks.rel > 0 {
+		st = c.p.released(st, ks.rel, ks.relWin, rnow)
+	}
 	nodes := float64(f.nodes.Load())
 	var r counting.Result
 	mode := "fleet"

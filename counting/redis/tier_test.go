@@ -544,3 +544,38 @@ func TestHeldBudgetAloneAsksNothing(t *testing.T) {
 		t.Error("nothing sent once the window rolled")
 	}
 }
+
+// TestRolledLeaseNotCountedAgainstItsNode: when a window rolls, the lease
+// a node was granted in it and did not use is handed back with the next
+// flush; until then the previous window's count in the node's view holds
+// it, and the node must not refuse its own clients for it.
+func TestRolledLeaseNotCountedAgainstItsNode(t *testing.T) {
+	for _, alg := range []counting.Algorithm{counting.SlidingWindow, counting.FixedWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := t0.Truncate(5 * time.Second)
+			st := newFakeStore(clock)
+			f, _ := newTestFleet(t, "a", st, &clock)
+			c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: alg, Period: 5 * time.Second, Requests: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := func(d time.Duration) {
+				clock = clock.Add(d)
+				st.mu.Lock()
+				st.now = clock.UnixMicro()
+				st.mu.Unlock()
+			}
+			f.Flush(context.Background())
+			c.Add(7, 1, clock.UnixNano())
+			f.Flush(context.Background()) // the grant: the rest of the window's budget
+			for range 9 {
+				step(time.Millisecond)
+				c.Add(7, 1, clock.UnixNano())
+			}
+			step(5 * time.Second) // the next window, early in it; no flush yet
+			if r := c.Add(7, 1, clock.UnixNano()); r.Exceeded {
+				t.Fatalf("refused just after the window rolled, with 10 of 100 used in the last one: %+v", r)
+			}
+		})
+	}
+}

@@ -170,9 +170,6 @@ func (f *files) readFile(ctx context.Context, path string, w *pipeline.Writer) e
 		if err != nil {
 			return err
 		}
-		if len(buf) < room {
-			return fmt.Errorf("replay: %s: batches of %d bytes hold no line of %d", path, len(buf), r.MaxLine())
-		}
 		first := int64(r.Line()) + 1
 		n, lines, err := r.ReadBlock(buf)
 		if err == io.EOF {

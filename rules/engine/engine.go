@@ -334,17 +334,19 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 	// The rules' verdicts as words, a bit per rule: walking the set bits
 	// visits the one or two rules that count an event rather than every
 	// rule, and the key groups are made from the words, not rule by rule.
-	cnt, mit, ok := m.bits[:e.words], m.bits[e.words:2*e.words], m.bits[2*e.words:3*e.words]
-	for w := range cnt {
-		c, mt := verdicts(&m.eval, w, len(e.rules))
-		cnt[w], mit[w], ok[w] = c&e.keyed[w], mt&e.keyed[w], 0
-	}
 	var rec []uint64 // the event's Mitigable
 	if !e.countOnly && !m.CountOnly {
 		off, n := len(m.mit), e.words+len(e.groups)
 		m.mit = slices.Grow(m.mit, n)[:off+n]
 		rec = m.mit[off:]
 		m.mitN++
+	}
+	// Without a Mitigable, only the counted rules' mitigation verdicts
+	// are read (Match.Mitigate), each where its match is made.
+	cnt, mit, ok := m.bits[:e.words], m.bits[e.words:2*e.words], m.bits[2*e.words:3*e.words]
+	for w := range cnt {
+		c, mt := verdicts(&m.eval, w, len(e.rules), rec != nil)
+		cnt[w], mit[w], ok[w] = c&e.keyed[w], mt&e.keyed[w], 0
 	}
 	// Make the key of every group a rule needs, each once; ok gets the
 	// rules whose key the event has.
@@ -424,20 +426,30 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 			g := &m.groups[p.group]
 			m.Items = append(m.Items, Match{})
 			it := &m.Items[len(m.Items)-1]
-			it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), true, mit[w]&(1<<(uint(i)&63)) != 0, n, value
+			mitigate := mit[w]&(1<<(uint(i)&63)) != 0
+			if rec == nil {
+				mitigate = m.eval.Mitigate(i)
+			}
+			it.Rule, it.Count, it.Mitigate, it.N, it.Value = int32(i), true, mitigate, n, value
 			it.Key, it.KeyOff, it.KeyLen = g.hash, g.off, g.len
 		}
 	}
 	return len(m.Items) - n0
 }
 
-// verdicts returns word w of the bits of the counting and of the
-// mitigation expressions that held in em, of a set of n rules. A function
-// of its own so that its loop keeps everything in registers.
+// verdicts returns word w of the bits of the counting and, with withMit,
+// of the mitigation expressions that held in em, of a set of n rules. A
+// function of its own so that its loops keep everything in registers.
 //
 //go:noinline
-func verdicts(em *rules.Matches, w, n int) (cnt, mit uint64) {
+func verdicts(em *rules.Matches, w, n int, withMit bool) (cnt, mit uint64) {
 	base := w << 6
+	if !withMit {
+		for b := range min(n-base, 64) {
+			cnt |= b2u(em.Count(base|b)) << b
+		}
+		return cnt, 0
+	}
 	for b := range min(n-base, 64) {
 		cnt |= b2u(em.Count(base|b)) << b
 		mit |= b2u(em.Mitigate(base|b)) << b
