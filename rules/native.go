@@ -455,6 +455,9 @@ func (tr *translator) cost(e *ast.Expr) int {
 		if u.o.fold != foldNone {
 			c += 2
 		}
+		if u.o.ja4 {
+			c += 6 // tls.client looks the JA4 up in the enricher's table
+		}
 	}
 	return c
 }
