@@ -158,6 +158,12 @@ func TestNativeOps(t *testing.T) {
 		{`input.http.path == input.http.referer`, false},
 		{`trim_space(input.http.path) == "/"`, false},
 		{`x := input.http.headers; x["accept"]`, true},
+		// tls.client needs a JA4 (the plan adds input.tls.ja4 before a
+		// condition that reads it, unless negated).
+		{`input.tls.client != "library/curl"`, true},
+		{`startswith(input.tls.client, "library/"); input.http.method == "GET"`, true},
+		{`not input.tls.client == "library/curl"`, true},
+		{`not startswith(input.tls.client, "library/")`, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.body, func(t *testing.T) {

@@ -65,7 +65,7 @@ func mergeAlts(alts [][]step, sigs [][]condSig) [][]step {
 			// Named by its operand, not by how the rule wrote it (a
 			// variable's name means nothing outside its body).
 			name := fmt.Sprintf("merged:%s(%s, %q)", first.op, operandName(first.o), consts)
-			alt[pos] = step{mergedCond(first.op, first.o, consts), slotFor(name), alts[g[0]][pos].src, name, &shapeInfo{consts: consts, at: anchorOf(first.op)}}
+			alt[pos] = step{mergedCond(first.op, first.o, consts), slotFor(name), alts[g[0]][pos].src, name, &shapeInfo{consts: consts, at: anchorOf(first.op)}, alts[g[0]][pos].cost, alts[g[0]][pos].needsJA4}
 			out = append(out, alt)
 		}
 	}

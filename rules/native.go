@@ -40,6 +40,10 @@ type step struct {
 	src   origin
 	name  string     // the expression, for messages
 	shape *shapeInfo // what the condition reads of a path's digits; nil: unknown
+	cost  int        // translator.cost
+	// needsJA4: the condition holds only on an event with a JA4 (it reads
+	// tls.client, which is undefined without one, and is not negated).
+	needsJA4 bool
 }
 
 // cond is one native condition. An undefined operand makes it false, as an
@@ -172,9 +176,13 @@ type operand struct {
 	fold int
 	base *operand // the operand that fold applies to
 	slot int      // cache slot, -1 when the value is read directly
+	ja4  bool     // tls.client: undefined without a JA4 (Event.TLSClient)
 }
 
 func (o *operand) str(e *characteristics.Event, st *state) (string, bool) {
+	if o.ja4 && e.TLS.JA4 == "" {
+		return "", false // most lines: no fingerprint joined
+	}
 	if o.slot < 0 {
 		return o.c.Str(e)
 	}
@@ -379,7 +387,12 @@ func (tr *translator) body(body ast.Body) ([]step, []condSig, error) {
 			if memoizable(e) {
 				slot = slotFor("cond:" + e.String())
 			}
-			es = append(es, entry{step{c, slot, tr.operandsOrigin(), e.String(), tr.shape}, sig, tr.cost(e)})
+			cost := tr.cost(e)
+			needsJA4 := false
+			for _, u := range tr.used {
+				needsJA4 = needsJA4 || u.o.ja4 && !e.Negated
+			}
+			es = append(es, entry{step{c, slot, tr.operandsOrigin(), e.String(), tr.shape, cost, needsJA4}, sig, cost})
 		}
 	}
 	// Conditions are pure functions of the event, so their order does not
@@ -711,6 +724,8 @@ func (tr *translator) inputRef(ref ast.Ref) (*operand, error) {
 		if strings.HasPrefix(name, "http.norm.") || strings.HasPrefix(name, "http.args[") || name == "tls.client" {
 			o.slot = slotFor(c.String())
 		}
+		o.ja4 = name == "tls.client"
+
 	}
 	return o, nil
 }

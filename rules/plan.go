@@ -118,6 +118,20 @@ const (
 // bits they hold.
 var planIDs atomic.Uint64
 
+// ja4Present is the condition input.tls.ja4, which every condition that
+// needsJA4 implies (the same slot as the rules' own).
+var ja4Present = step{
+	c:     func(e *characteristics.Event, _ *state) bool { return e.TLS.JA4 != "" },
+	slot:  slotFor("cond:input.tls.ja4"),
+	name:  "input.tls.ja4",
+	shape: &shapeInfo{},
+	cost:  1,
+}
+
+// cheapCost is the most translator.cost of a condition of the user agent,
+// the query or the referer that goes before those computed per event.
+const cheapCost = 2
+
 // maxGroup is the most conditions of one origin a group holds; more are
 // evaluated per event.
 const maxGroup = 64
@@ -130,6 +144,7 @@ func newPlan(evals []*ruleEval) *plan {
 		bit   int32
 		name  string
 		shape *shapeInfo
+		cost  int
 	}
 	var infos []condInfo
 	bySlot := map[int]int{}
@@ -140,7 +155,7 @@ func newPlan(evals []*ruleEval) *plan {
 			}
 			bySlot[st.slot] = len(infos)
 		}
-		infos = append(infos, condInfo{c: st.c, src: st.src, name: st.name, shape: st.shape})
+		infos = append(infos, condInfo{c: st.c, src: st.src, name: st.name, shape: st.shape, cost: st.cost})
 		return len(infos) - 1
 	}
 	// The predicates as lists of condition indexes, before bits exist. The
@@ -162,9 +177,16 @@ func newPlan(evals []*ruleEval) *plan {
 		}
 		var alts [][]int
 		for _, alt := range pr.alts {
-			idx := make([]int, len(alt))
-			for i, st := range alt {
-				idx[i] = index(st)
+			idx := make([]int, 0, len(alt)+1)
+			if slices.ContainsFunc(alt, func(st step) bool { return st.needsJA4 }) &&
+				!slices.ContainsFunc(alt, func(st step) bool { return st.slot == ja4Present.slot }) {
+				// Implied, and cheap: one test on the many events
+				// without a fingerprint rules out every alternative
+				// that reads tls.client.
+				idx = append(idx, index(ja4Present))
+			}
+			for _, st := range alt {
+				idx = append(idx, index(st))
 			}
 			alts = append(alts, idx)
 		}
@@ -258,20 +280,22 @@ func newPlan(evals []*ruleEval) *plan {
 	for pi, alts := range preds {
 		for _, idx := range alts {
 			// The conditions of the method, the protocol and the status go
-			// first, then those of the user agent, the query and the
-			// referer: they have few values, so what they compute is
-			// remembered for nearly every later event and may rule the
-			// alternative out for them all, where a condition computed
-			// per event that fails before them teaches nothing. The
-			// path's keep their cost order among those computed per
-			// event (a path never seen before is not worth scanning to
+			// first, then the cheap ones (a comparison, a prefix) of the
+			// user agent, the query and the referer: they have few
+			// values, so what they compute is remembered for nearly
+			// every later event and may rule the alternative out for
+			// them all, where a condition computed per event that fails
+			// before them teaches nothing. The others keep their cost
+			// order (a value never seen before is not worth scanning to
 			// learn what a cheap test decides).
 			rank := func(i int) int {
 				switch infos[i].src {
 				case srcMethod, srcProtocol, srcStatus:
 					return 0
 				case srcUA, srcQuery, srcReferer:
-					return 1
+					if infos[i].cost <= cheapCost {
+						return 1
+					}
 				}
 				return 2
 			}

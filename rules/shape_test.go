@@ -3,10 +3,12 @@ package rules
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/characteristics/signature"
@@ -271,5 +273,55 @@ func TestHasDigit(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTLSClientNativeVsOPA: tls.client, read without a JA4 as undefined
+// before anything else, agrees with OPA for every built-in rule on lines
+// with a library's, a browser's, an unknown and no fingerprint.
+func TestTLSClientNativeVsOPA(t *testing.T) {
+	native, err := Builtin(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opa, err := Builtin(Options{DisableNative: true, EvalTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := -1
+	for i, r := range native.Rules() {
+		if r.Name == "tls_mismatch" {
+			tm = i
+		}
+	}
+	fired := 0
+	var mn, mo Matches
+	for _, ja4 := range []string{"", "t13d3112h2_e8f1e7e78f70_b26ce05bbdd6", "t13d1517h2_8daaf6152771_cb7bf5808d99", "t13d0000h2_000000000000_000000000000"} {
+		for _, ua := range []string{
+			"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+			"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+			"Mozilla/5.0 HeadlessChrome/131.0", "curl/8.5.0",
+		} {
+			e := characteristics.Event{IP: netip.MustParseAddr("203.0.113.9"), Method: "GET", Path: "/", Protocol: "HTTP/1.1", Status: 200, UserAgent: ua}
+			e.TLS.JA4 = ja4
+			en.Enrich(&e)
+			native.Eval(&e, &mn)
+			opa.Eval(&e, &mo)
+			for i, r := range native.Rules() {
+				if mn.Count(i) != mo.Count(i) || mn.Mitigate(i) != mo.Mitigate(i) {
+					t.Errorf("JA4 %q, %q, %s: native %v/%v, OPA %v/%v", ja4, ua, r.Name, mn.Count(i), mn.Mitigate(i), mo.Count(i), mo.Mitigate(i))
+				}
+			}
+			if mn.Count(tm) {
+				fired++
+			}
+		}
+	}
+	if fired == 0 {
+		t.Error("tls_mismatch never counted: the fingerprints were not looked up")
 	}
 }
