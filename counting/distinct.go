@@ -248,6 +248,9 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 	return r
 }
 
+// AddDistinct is Add, for a caller that takes Windows and Distinct alike.
+func (d *Distinct) AddDistinct(key, value uint64, now int64) Result { return d.Add(key, value, now) }
+
 // Peek returns key's estimate at now without recording anything.
 func (d *Distinct) Peek(key uint64, now int64) Result {
 	if key == 0 {
