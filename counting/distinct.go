@@ -138,7 +138,7 @@ func NewDistinct(cfg DistinctConfig) (*Distinct, error) {
 	}
 	// A key is two Table slots, and up to eight more while it holds more
 	// than four values in a window: the cap is an eighth of Table's, which
-	// keeps a full table under 46 MB at the default (13 MB of slots).
+	// keeps a full table under 47 MB at the default (13 MB of slots).
 	n, perShard, shift := shardLayout(cfg.MaxKeys, 8, cfg.Shards)
 	d := &Distinct{period: int64(cfg.Period), limit: cfg.Limit, shift: shift, cap: perShard, shards: make([]dshard, n)}
 	d.maxSlot = d.cap*3/2 + 1
@@ -247,6 +247,9 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 	s.mu.Unlock()
 	return r
 }
+
+// AddDistinct is Add, for a caller that takes Windows and Distinct alike.
+func (d *Distinct) AddDistinct(key, value uint64, now int64) Result { return d.Add(key, value, now) }
 
 // Peek returns key's estimate at now without recording anything.
 func (d *Distinct) Peek(key uint64, now int64) Result {

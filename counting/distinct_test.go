@@ -272,3 +272,30 @@ func TestDistinctCachedEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsDistinct: the table Windows.Distinct gives for one distinct
+// window is the one AddDistinct counts in; several windows, or windows of
+// events, have none.
+func TestWindowsDistinct(t *testing.T) {
+	w, err := NewWindows(SlidingWindow, []Window{{Period: time.Minute, Requests: 3}}, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := w.Distinct()
+	if d == nil {
+		t.Fatal("one distinct window: no table")
+	}
+	for v := range uint64(5) {
+		if got, want := d.AddDistinct(1, v, 0), w.distinct[0].Peek(1, 0); got != want {
+			t.Fatalf("value %d: %+v, Windows' table says %+v", v, got, want)
+		}
+	}
+	if r := w.AddDistinct(1, 99, 0); r.Count != 6 {
+		t.Fatalf("Windows.AddDistinct after the table's five values: %v, want 6", r.Count)
+	}
+	two, _ := NewWindows(SlidingWindow, []Window{{Period: time.Minute, Requests: 3}, {Period: time.Hour, Requests: 9}}, true, 0)
+	events, _ := NewWindows(SlidingWindow, []Window{{Period: time.Minute, Requests: 3}}, false, 0)
+	if two.Distinct() != nil || events.Distinct() != nil {
+		t.Fatal("two windows, or windows of events, gave a table")
+	}
+}

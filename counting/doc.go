@@ -39,7 +39,8 @@
 //     per key: a 64-byte slot (DistinctSlotBytes) holds up to four values
 //     per window, and a key with more takes a 256-byte block
 //     (DistinctBlockBytes) until its windows rotate down to four; at most
-//     352 bytes per key at the cap, an eighth of Table's key cap, with the
+//     356 bytes per key at the cap (its slot at two-thirds load, a block,
+//     a free-list entry), an eighth of Table's key cap, with the
 //     same sampled eviction. 0 allocations per Add once the shard's slots
 //     and blocks have grown. Exact up to 32 values; about 7% mean error
 //     beyond (TestDistinctAccuracy).

@@ -81,6 +81,15 @@ func (w *Windows) AddDistinct(key, value uint64, now int64) Result {
 	return best
 }
 
+// Distinct returns the table of w's one window when w counts distinct
+// values in one window, and nil otherwise: its Add is w's AddDistinct.
+func (w *Windows) Distinct() *Distinct {
+	if len(w.distinct) != 1 {
+		return nil
+	}
+	return w.distinct[0]
+}
+
 // better says whether r (limit lim) replaces best (limit bestLim): an
 // exceeded result beats one that is not, the first exceeded window is kept,
 // and otherwise the higher share of its limit wins.

@@ -62,7 +62,6 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		printUsage(fs, synopsis, stderr)
 		return 2
 	}
-	defer tuneReplayGC()()
 	cfg, err := config.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)

@@ -167,7 +167,9 @@ func New(cfg Config) (*Engine, error) {
 				return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
 			}
 			e.counters[i] = w
-			if r.Distinct != nil {
+			if d := w.Distinct(); d != nil {
+				e.distinct[i] = d // one window: its table, without the loop over windows
+			} else if r.Distinct != nil {
 				e.distinct[i] = w
 			}
 			continue
