@@ -325,3 +325,40 @@ func TestTLSClientNativeVsOPA(t *testing.T) {
 		t.Error("tls_mismatch never counted: the fingerprints were not looked up")
 	}
 }
+
+// TestManyAlternatives: a set of more alternatives than a plan rules out
+// by bit sets (maxAlts), each a path compared whole, evaluated through one
+// Matches over and over: every rule counts on its own path alone, whether
+// its alternative is one of the first maxAlts or tried on every event, and
+// whether the path's conditions come from the memo or not.
+func TestManyAlternatives(t *testing.T) {
+	const n = maxAlts + 20
+	fsys := fstest.MapFS{}
+	for i := range n {
+		mod := strings.Replace(opModule(fmt.Sprintf(`input.http.path == "/p%d"`, i)), "package guardd.rules.op", fmt.Sprintf("package guardd.rules.op%d", i), 1)
+		fsys[fmt.Sprintf("op%d.rego", i)] = &fstest.MapFile{Data: []byte(mod)}
+	}
+	set, err := Load(fsys, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.plan.alts) <= maxAlts {
+		t.Fatalf("%d alternatives", len(set.plan.alts))
+	}
+	index := map[string]int{}
+	for i, r := range set.Rules() {
+		index[r.Name] = i
+	}
+	var m Matches
+	for pass := range 3 {
+		for i := range n + 5 {
+			e := characteristics.Event{Method: "GET", Path: fmt.Sprintf("/p%d", i), Status: 200}
+			set.Eval(&e, &m)
+			for j := range n {
+				if got := m.Count(index[fmt.Sprintf("op%d", j)]); got != (i == j) {
+					t.Fatalf("pass %d, path %s: rule op%d counted %v", pass, e.Path, j, got)
+				}
+			}
+		}
+	}
+}
