@@ -18,8 +18,8 @@ import (
 // Which runs a plan may replace is proved when it is built, from what each
 // condition of the path group is:
 //
-//   - Only a path of shapeAlphabet (ASCII letters, digits and / . _ ~ -)
-//     without "//" or "/." is shaped. Such a path is plain: it is its own
+//   - Only a path of the shape alphabet (shapeClass: ASCII letters, digits
+//     and / . _ ~ -) without "//" or "/." is shaped. Such a path is plain: it is its own
 //     http.norm.path and has no http.anomalies (characteristics/normalize.go),
 //     and guardd.xss is false on it (it has none of the bytes libinjection's
 //     prefilter needs). Replacing one digit run by another keeps all of that.
@@ -41,8 +41,8 @@ import (
 // so whether s starts with, ends with or contains it, are the same whatever
 // digits the run holds. Such a run is isolated; the shape replaces isolated
 // runs only. A constant that may occur anywhere and is made wholly of digits
-// isolates nothing. Constants with a byte outside shapeAlphabet never occur
-// in a shaped path and are ignored.
+// isolates nothing. Constants with a byte outside the shape alphabet never
+// occur in a shaped path and are ignored.
 //
 // A constant the whole path is compared with (==, !=, in) is not one whose
 // runs' neighbours count: s equals c only if their shapes are equal. When c
@@ -83,9 +83,9 @@ type shapeInfo struct {
 const shapeMark = 0xff
 
 const (
-	shapeOther = iota // in shapeAlphabet, not a digit
+	shapeOther = iota // in the shape alphabet, not a digit
 	shapeDigit
-	shapeOut // not in shapeAlphabet: the path is not shaped
+	shapeOut // not in the shape alphabet: the path is not shaped
 )
 
 var shapeClass = func() (t [256]uint8) {

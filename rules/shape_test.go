@@ -362,3 +362,14 @@ func TestManyAlternatives(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeAlphabet: a shaped path has none of the bytes without which
+// guardd.xss is false (signature.XSS's prefilter), nor those that make a
+// path not plain ('%', '\\', ';', controls, non-ASCII).
+func TestShapeAlphabet(t *testing.T) {
+	for _, c := range []byte(xssBytes + "%\\;\x00\x1f\x7f\x80\xff ?#&=+,:@$!*[]{}|^") {
+		if shapeClass[c] != shapeOut {
+			t.Errorf("byte %q is in the shape alphabet", c)
+		}
+	}
+}
