@@ -174,8 +174,8 @@ func (m *Matches) Mitigate(i int) bool { return bit(m.mitigate, i) }
 
 // Words returns word w of the results as bits, for a caller that walks
 // the rules that matched rather than asking rule by rule: bit j of count is
-// Count(64*w+j), and of mitigate Mitigate(64*w+j). Words beyond the rules
-// are 0.
+// Count(64*w+j), and of mitigate Mitigate(64*w+j). Bits and words beyond
+// the rules are 0.
 func (m *Matches) Words(w int) (count, mitigate uint64) {
 	if w < 0 || w >= len(m.count) {
 		return 0, 0

@@ -264,6 +264,9 @@ func TestMatchesBits(t *testing.T) {
 				t.Fatalf("status %d: rule %d: Words disagrees with Count and Mitigate", 200+i, j)
 			}
 		}
+		if c, mit := m.Words(1); c>>6 != 0 || mit>>6 != 0 {
+			t.Fatalf("status %d: bits beyond the 70 rules: %x, %x", 200+i, c, mit)
+		}
 		if c, mit := m.Words(2); c != 0 || mit != 0 {
 			t.Fatalf("status %d: a word beyond the rules is %x, %x", 200+i, c, mit)
 		}
