@@ -440,32 +440,19 @@ func (e *Engine) Prepare(ev *characteristics.Event, m *Matches) int {
 }
 
 // verdicts returns word w of the bits of the counting and, with withMit,
-// of the mitigation expressions that held in em, of a set of n rules. A
-// function of its own so that its loops keep everything in registers.
-//
-//go:noinline
+// of the mitigation expressions that held in em, of a set of n rules.
 func verdicts(em *rules.Matches, w, n int, withMit bool) (cnt, mit uint64) {
-	base := w << 6
-	if !withMit {
-		for b := range min(n-base, 64) {
-			cnt |= b2u(em.Count(base|b)) << b
-		}
-		return cnt, 0
+	cnt, mit = em.Words(w)
+	if rest := n - w<<6; rest < 64 {
+		// Words promises zeros past the rules; a mask keeps that true here
+		// whatever em last evaluated.
+		mask := uint64(1)<<uint(max(rest, 0)) - 1
+		cnt, mit = cnt&mask, mit&mask
 	}
-	for b := range min(n-base, 64) {
-		cnt |= b2u(em.Count(base|b)) << b
-		mit |= b2u(em.Mitigate(base|b)) << b
+	if !withMit {
+		mit = 0
 	}
 	return cnt, mit
-}
-
-// b2u is 1 for true, 0 for false, without a branch.
-func b2u(b bool) uint64 {
-	var u uint64
-	if b {
-		u = 1
-	}
-	return u
 }
 
 // Mitigable is what one prepared event's mitigation expressions matched:
