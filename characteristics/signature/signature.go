@@ -85,7 +85,13 @@ type pattern struct {
 	text  string
 }
 
-var auto = newAutomaton(patterns())
+// matcher is the automaton Scan runs, built once. Building it takes a few
+// milliseconds, so init starts it in the background: a program loads its
+// rules meanwhile (most of guardd replay's start-up on a short log), and the
+// first Scan waits for it only if it comes sooner.
+var matcher = sync.OnceValue(func() *automaton { return newAutomaton(patterns()) })
+
+func init() { go matcher() }
 
 // Fragments returns the text of every fragment Scan looks for, of every
 // class: a caller can work out what Scan cannot tell apart (rules: the digit
@@ -100,7 +106,7 @@ func Fragments() []string {
 }
 
 // Scan returns the classes whose fragments occur in s, ASCII case ignored.
-func Scan(s string) Mask { return auto.scan(s) }
+func Scan(s string) Mask { return matcher().scan(s) }
 
 // sqliBytes are bytes without which libinjection finds no SQL injection
 // worth acting on: a quote, a comment, a parenthesis, an operator.

@@ -146,7 +146,8 @@ func BenchmarkQuerySQLi(b *testing.B) {
 }
 
 func TestAutomatonSize(t *testing.T) {
-	t.Logf("%d states, alphabet %d, table %d KiB", len(auto.out), auto.width, len(auto.next)*2/1024)
+	a := matcher()
+	t.Logf("%d states, alphabet %d, table %d KiB", len(a.out), a.width, len(a.next)*2/1024)
 }
 
 // TestFragments: every fragment Fragments lists is found by Scan, in any
