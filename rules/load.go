@@ -11,10 +11,13 @@ import (
 	"maps"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -196,6 +199,8 @@ type source struct {
 }
 
 // readFS parses the *.rego files under fsys, tests included when tests is set.
+// Files are parsed in parallel: parsing is most of loading a rule library,
+// and guardd replay waits for it before reading its first line.
 func readFS(fsys fs.FS, tests bool, errs *errorList) ([]*source, error) {
 	var out []*source
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
@@ -212,19 +217,26 @@ func readFS(fsys fs.FS, tests bool, errs *errorList) ([]*source, error) {
 		if err != nil {
 			return err
 		}
-		src := &source{file: p, text: string(b)}
-		m, err := ast.ParseModuleWithOpts(p, src.text, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
-		if err != nil {
-			addASTErrors(errs, p, err)
-			return nil
-		}
-		src.module = m
-		out = append(out, src)
+		out = append(out, &source{file: p, text: string(b)})
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rules: read: %w", err)
 	}
+	perr := make([]error, len(out))
+	parallel(len(out), func(i int) {
+		src := out[i]
+		src.module, perr[i] = ast.ParseModuleWithOpts(src.file, src.text, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
+	})
+	parsed := out[:0]
+	for i, src := range out {
+		if perr[i] != nil {
+			addASTErrors(errs, src.file, perr[i])
+			continue
+		}
+		parsed = append(parsed, src)
+	}
+	out = parsed
 	sort.Slice(out, func(i, j int) bool { return out[i].file < out[j].file })
 	return out, nil
 }
@@ -814,43 +826,78 @@ func compileSet(c *ast.Compiler, rules []*Rule, opts Options) (*Set, error) {
 		log = slog.Default()
 	}
 	evals := make([]*ruleEval, len(rules))
-	for i, r := range rules {
-		re := &ruleEval{rule: r}
-		evals[i] = re
-		var why []string
-		for _, name := range []string{"count", "mitigate"} {
-			if name == "mitigate" && !r.hasMitigate {
-				continue
-			}
-			q := "data.guardd.rules." + r.Name + "." + name
-			var pred *predicate
-			if !opts.DisableNative {
-				var reason string
-				pctx, cancel := context.WithTimeout(ctx, partialEvalTimeout)
-				pred, reason = compileNative(pctx, c, q)
-				cancel()
-				if pred == nil {
-					why = append(why, name+": "+reason)
-				}
-			} else {
-				why = append(why, name+": native compilation disabled")
-			}
-			prepared, err := prepare(ctx, c, q)
-			if err != nil {
-				return nil, fmt.Errorf("rules: %s:%d: prepare %s: %w", r.File, r.Line, name, err)
-			}
-			if name == "count" {
-				re.count, re.countQ = pred, prepared
-			} else {
-				re.mitigate, re.mitigateQ = pred, prepared
-			}
-		}
-		r.Native = len(why) == 0
-		r.Fallback = why
+	errs := make([]error, len(rules))
+	// Rules compile independently against the compiled modules, which OPA
+	// treats as read-only once compiled, so they are compiled in parallel.
+	parallel(len(rules), func(i int) { evals[i], errs[i] = compileRule(ctx, c, rules[i], opts) })
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, re := range evals {
+		r := re.rule
 		if !r.Native && !opts.DisableNative {
 			log.Warn("rules: rule falls back to full OPA evaluation on every event",
-				"rule", r.Name, "file", r.File, "line", r.Line, "unsupported", strings.Join(why, "; "))
+				"rule", r.Name, "file", r.File, "line", r.Line, "unsupported", strings.Join(r.Fallback, "; "))
 		}
 	}
 	return newSet(c, evals, opts)
+}
+
+// compileRule compiles r's counting and mitigation expressions: natively
+// where it can, and as prepared OPA queries for the fallback and tests.
+func compileRule(ctx context.Context, c *ast.Compiler, r *Rule, opts Options) (*ruleEval, error) {
+	re := &ruleEval{rule: r}
+	var why []string
+	for _, name := range []string{"count", "mitigate"} {
+		if name == "mitigate" && !r.hasMitigate {
+			continue
+		}
+		q := "data.guardd.rules." + r.Name + "." + name
+		var pred *predicate
+		if !opts.DisableNative {
+			var reason string
+			pctx, cancel := context.WithTimeout(ctx, partialEvalTimeout)
+			pred, reason = compileNative(pctx, c, q)
+			cancel()
+			if pred == nil {
+				why = append(why, name+": "+reason)
+			}
+		} else {
+			why = append(why, name+": native compilation disabled")
+		}
+		prepared, err := prepare(ctx, c, q)
+		if err != nil {
+			return nil, fmt.Errorf("rules: %s:%d: prepare %s: %w", r.File, r.Line, name, err)
+		}
+		if name == "count" {
+			re.count, re.countQ = pred, prepared
+		} else {
+			re.mitigate, re.mitigateQ = pred, prepared
+		}
+	}
+	r.Native = len(why) == 0
+	r.Fallback = why
+	return re, nil
+}
+
+// parallel calls f(0) … f(n-1) on up to GOMAXPROCS goroutines and returns
+// when all have returned.
+func parallel(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
