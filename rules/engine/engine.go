@@ -283,9 +283,8 @@ type Matches struct {
 	// The keys and values of the event being prepared, each made at most
 	// once: an entry is current when its stamp is the event's.
 	stamp  uint64
-	values []keyed   // per Engine.chars: one characteristic's value, ended
-	groups []keyed   // per Engine.groups: a whole key, and its hash
-	addrs  *addrMemo // the text and hashes of recent addresses (addrmemo.go)
+	values []keyed // per Engine.chars: one characteristic's value, ended
+	groups []keyed // per Engine.groups: a whole key, and its hash
 	// bits holds the event's counting, mitigation and keyed bits, a bit
 	// per rule each (Engine.words words).
 	bits []uint64
@@ -298,10 +297,6 @@ type keyed struct {
 	hash     uint64
 	ok       bool // the event has the value(s)
 	hashed   bool // hash is set (a value's hash is made on demand)
-	// A value's khash is the Hash of its span with its end: a key of it
-	// alone (set when the address memo gives it).
-	khashed bool
-	khash   uint64
 }
 
 // Reset empties m.
@@ -501,18 +496,6 @@ func (e *Engine) value(ev *characteristics.Event, m *Matches, c int32) *keyed {
 	if v.stamp == m.stamp {
 		return v
 	}
-	switch ch := e.chars[c]; ch.Kind() {
-	case characteristics.KindAddr: // ip.src, as appendKey formats it
-		if ev.IP.IsValid() {
-			m.addrValue(v, ev.IP, -1)
-			return v
-		}
-	case characteristics.KindPrefix: // ip.src.prefix
-		if ev.Prefix.IsValid() {
-			m.addrValue(v, ev.Prefix.Addr(), ev.Prefix.Bits())
-			return v
-		}
-	}
 	off := len(m.Keys)
 	var ok bool
 	m.Keys, ok = appendKey(m.Keys, e.chars[c], ev)
@@ -535,10 +518,6 @@ func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) *keyed 
 			return k
 		}
 		k.off, k.len = v.off, v.len
-		if v.khashed {
-			k.hash, k.ok, k.hashed = v.khash, true, true
-			return k
-		}
 	} else {
 		for _, c := range chars {
 			if !e.value(ev, m, c).ok {
