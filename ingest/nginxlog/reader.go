@@ -106,24 +106,30 @@ func (r *Reader) Truncated() bool { return r.truncated }
 // TruncatedLines returns how many lines have been cut so far.
 func (r *Reader) TruncatedLines() int { return r.ntrunc }
 
+// skipCut discards the rest of a line cut at MaxLine, up to and including
+// its newline (or to the end of the input).
+func (r *Reader) skipCut() {
+	for r.skipping {
+		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
+			r.r += i + 1
+			r.skipping = false
+			return
+		}
+		r.r = r.w
+		if r.err != nil {
+			r.skipping = false
+			return
+		}
+		r.fill()
+	}
+}
+
 // Next returns the next line without its "\n" (or "\r\n"). The line is valid
 // until the next call, and the caller may modify it (Parse does). At the end it
 // returns io.EOF; a last line without a newline is still returned.
 func (r *Reader) Next() ([]byte, error) {
 	r.truncated = false
-	for r.skipping {
-		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
-			r.r += i + 1
-			r.skipping = false
-			break
-		}
-		r.r = r.w
-		if r.err != nil {
-			r.skipping = false
-			break
-		}
-		r.fill()
-	}
+	r.skipCut()
 	for {
 		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
 			line := r.buf[r.r : r.r+i]
@@ -208,19 +214,7 @@ func (r *Reader) ReadBlock(dst []byte) (n, lines int, err error) {
 		return 0, 0, fmt.Errorf("nginxlog: %s: ReadBlock into %d bytes, under MaxLine+2", r.name, len(dst))
 	}
 	r.truncated = false
-	for r.skipping {
-		if i := bytes.IndexByte(r.buf[r.r:r.w], '\n'); i >= 0 {
-			r.r += i + 1
-			r.skipping = false
-			break
-		}
-		r.r = r.w
-		if r.err != nil {
-			r.skipping = false
-			break
-		}
-		r.fill()
-	}
+	r.skipCut()
 	// One byte is kept free for the '\n' of a last line without one.
 	room := dst[:len(dst)-1]
 	n = copy(room, r.buf[r.r:r.w])
