@@ -59,6 +59,13 @@ func (s *fakeStore) Heartbeat(_ context.Context, node string, ttl time.Duration)
 	return n, nil
 }
 
+// setNow moves the store's clock, Redis TIME, to now.
+func (s *fakeStore) setNow(now time.Time) {
+	s.mu.Lock()
+	s.now = now.UnixMicro()
+	s.mu.Unlock()
+}
+
 func (s *fakeStore) setFail(err error) {
 	s.mu.Lock()
 	s.fail = err

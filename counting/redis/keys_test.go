@@ -60,9 +60,7 @@ func TestLedgersSurviveMovesAndForgetting(t *testing.T) {
 	}
 	setNow := func(d time.Duration) {
 		clock = clock.Add(d)
-		st.mu.Lock()
-		st.now = clock.UnixMicro()
-		st.mu.Unlock()
+		st.setNow(clock)
 	}
 	setNow(time.Second - time.Duration(clock.UnixNano()%int64(time.Second))) // a window's start
 	most := 0
@@ -193,9 +191,7 @@ func TestFullPassDue(t *testing.T) {
 			c, _ := f.Counter(Rule{Name: "due", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 100, Burst: 100}})
 			step := func(d time.Duration) {
 				clock = clock.Add(d)
-				st.mu.Lock()
-				st.now = clock.UnixMicro()
-				st.mu.Unlock()
+				st.setNow(clock)
 				f.Flush(context.Background())
 			}
 			c.Add(3, 1, clock.UnixNano())
@@ -245,9 +241,7 @@ func TestShaperLeaseAtMostBurst(t *testing.T) {
 			c, _ := f.Counter(Rule{Name: "b", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 60, Burst: 10}})
 			advance := func(d time.Duration) {
 				clock = clock.Add(d)
-				st.mu.Lock()
-				st.now = clock.UnixMicro()
-				st.mu.Unlock()
+				st.setNow(clock)
 			}
 			for range 6 { // slow use: the lease is asked again half spent
 				c.Admit(9, 1, clock.UnixNano())

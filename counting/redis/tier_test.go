@@ -154,9 +154,7 @@ func TestStaleDeltasDropped(t *testing.T) {
 	}
 	st.setFail(nil)
 	clock = clock.Add(2 * time.Second)
-	st.mu.Lock()
-	st.now = clock.UnixMicro()
-	st.mu.Unlock()
+	st.setNow(clock)
 	f.Flush(context.Background())
 	if v := testutil.ToFloat64(f.met.dropped); v < 1 {
 		t.Errorf("dropped %v events, want the closed window's", v)
@@ -381,9 +379,7 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 	}
 	step := func(d time.Duration) {
 		clock = clock.Add(d)
-		st.mu.Lock()
-		st.now = clock.UnixMicro()
-		st.mu.Unlock()
+		st.setNow(clock)
 	}
 	f.Flush(context.Background())
 	admitted := 0
@@ -441,9 +437,7 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 	}
 	step := func(d time.Duration) {
 		clock = clock.Add(d)
-		st.mu.Lock()
-		st.now = clock.UnixMicro()
-		st.mu.Unlock()
+		st.setNow(clock)
 	}
 	scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
 	f.Flush(context.Background())
@@ -513,9 +507,7 @@ func TestHeldBudgetAloneAsksNothing(t *testing.T) {
 	}
 	step := func(d time.Duration) {
 		clock = clock.Add(d)
-		st.mu.Lock()
-		st.now = clock.UnixMicro()
-		st.mu.Unlock()
+		st.setNow(clock)
 	}
 	scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
 	f.Flush(context.Background())
@@ -561,9 +553,7 @@ func TestRolledLeaseNotCountedAgainstItsNode(t *testing.T) {
 			}
 			step := func(d time.Duration) {
 				clock = clock.Add(d)
-				st.mu.Lock()
-				st.now = clock.UnixMicro()
-				st.mu.Unlock()
+				st.setNow(clock)
 			}
 			f.Flush(context.Background())
 			c.Add(7, 1, clock.UnixNano())
