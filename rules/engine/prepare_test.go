@@ -92,6 +92,33 @@ func reference(e *engine.Engine, set *rules.Set, ev *characteristics.Event) (ite
 // class, and on events lacking each characteristic a built-in rule keys on,
 // Prepare's shared keys give each rule the key, hash and distinct value it
 // would have on its own.
+// checkCounted fails t unless m's items are, in order, the matches of ref
+// whose counting expression held, each with its key from refKeys; it
+// returns how many there are. what names the event in messages.
+func checkCounted(t *testing.T, what string, m *engine.Matches, ref []engine.Match, refKeys [][]byte) int {
+	t.Helper()
+	j := 0
+	for k, w := range ref {
+		if !w.Count {
+			continue
+		}
+		if j >= len(m.Items) {
+			t.Fatalf("%s: missing the counted match %+v", what, w)
+		}
+		it := m.Items[j]
+		got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
+		it.KeyOff, it.KeyLen = 0, 0
+		if it != w || !bytes.Equal(got, refKeys[k]) {
+			t.Fatalf("%s: match %+v key %q, want %+v key %q", what, it, got, w, refKeys[k])
+		}
+		j++
+	}
+	if j != len(m.Items) {
+		t.Fatalf("%s: %d matches, want %d", what, len(m.Items), j)
+	}
+	return j
+}
+
 func TestPrepareMatchesReference(t *testing.T) {
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
@@ -211,26 +238,7 @@ func TestPrepareMatchesReference(t *testing.T) {
 			if m.Mitigables() != 0 {
 				t.Fatalf("event %d: CountOnly made a Mitigable", i)
 			}
-			j := 0
-			for k, w := range all {
-				if !w.Count {
-					continue
-				}
-				if j >= len(m.Items) {
-					t.Fatalf("event %d: CountOnly left out the counted match %+v", i, w)
-				}
-				it := m.Items[j]
-				got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
-				it.KeyOff, it.KeyLen = 0, 0
-				if it != w || !bytes.Equal(got, allKeys[k]) {
-					t.Fatalf("event %d, CountOnly: match %+v key %q, want %+v key %q", i, it, got, w, keys[k])
-				}
-				j++
-			}
-			if j != len(m.Items) {
-				t.Fatalf("event %d: CountOnly made %d matches, want %d", i, len(m.Items), j)
-			}
-			countedTotal += j
+			countedTotal += checkCounted(t, fmt.Sprintf("event %d, CountOnly", i), &m, all, allKeys)
 		}
 	}
 	if mitTotal == 0 {
@@ -308,26 +316,7 @@ count if %[5]s
 		m.Reset()
 		e.Prepare(ev, &m)
 		ref, refKeys := reference(e, set, ev)
-		j := 0
-		for k, w := range ref {
-			if !w.Count {
-				continue
-			}
-			if j >= len(m.Items) {
-				t.Fatalf("event %d: missing match %+v", i, w)
-			}
-			it := m.Items[j]
-			got := m.Keys[it.KeyOff : it.KeyOff+it.KeyLen]
-			it.KeyOff, it.KeyLen = 0, 0
-			if it != w || !bytes.Equal(got, refKeys[k]) {
-				t.Fatalf("event %d: match %+v key %q, want %+v key %q", i, it, got, w, refKeys[k])
-			}
-			j++
-		}
-		if j != len(m.Items) {
-			t.Fatalf("event %d: %d matches, want %d", i, len(m.Items), j)
-		}
-		counted += j
+		counted += checkCounted(t, fmt.Sprintf("event %d", i), &m, ref, refKeys)
 		mk := e.Mitigable(&m, 0)
 		r, key, ok := mk.Next(0)
 		for _, w := range ref {
