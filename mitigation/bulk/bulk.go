@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/guardd/guardd/mitigation"
 )
@@ -232,6 +233,14 @@ func readList(r io.Reader, d Defaults, now time.Time) ([]mitigation.Mitigation, 
 // mitigation turns rec into a canonical Mitigation.
 func (rec record) mitigation(d Defaults, now time.Time) (mitigation.Mitigation, error) {
 	m := mitigation.Mitigation{Rule: rec.Rule, Action: d.Action, Origin: mitigation.OriginAPI}
+	// Exports are JSON, which would write invalid bytes as U+FFFD: a
+	// name that could not be read back as it was is refused here.
+	if !utf8.ValidString(rec.Rule) {
+		return m, fmt.Errorf("rule %q: not valid UTF-8", rec.Rule)
+	}
+	if !utf8.ValidString(rec.Reason) {
+		return m, fmt.Errorf("reason %q: not valid UTF-8", rec.Reason)
+	}
 	if m.Rule == "" {
 		m.Rule = d.Rule
 	}
