@@ -48,6 +48,12 @@
 // about R*T (events that arrive during one round trip) near the limit.
 // docs/fleet.md derives it and BENCHMARKS.md measures it.
 //
+// A node alone in the fleet keeps a token_bucket or gcra key's events to
+// itself while they stay within the cold allowance (Config.ColdShare of
+// the bucket, at least one event), until the bucket has refilled them: a
+// client under its rate costs no script (Counter.quietLocked). They are
+// sent as soon as the node hears of another one.
+//
 // # What it gives up
 //
 //   - A delta that timed out may have been applied by Redis all the same;

@@ -582,8 +582,7 @@ const fullEvery = 20
 
 // keyState is one key's ledger on this node.
 type keyState struct {
-	s    State // global state last read back
-	have bool  // s is valid
+	s State // global state last read back
 
 	// lease is what this node may still admit without asking Redis: it was
 	// counted there when granted. leaseWin is the window it was granted in
@@ -592,17 +591,23 @@ type keyState struct {
 	leaseWin int64
 	extra    float64 // counted beyond any lease, not sent yet
 	extraAt  int64   // Redis time (µs) of the oldest such event
-	fly      float64 // extra sent, not acknowledged
-	rel      float64 // lease to hand back (its window rolled, or the key idled)
-	relWin   int64
-	asked    bool    // a grant is in flight
-	grant    float64 // the last grant that gave something (0: none yet)
-	demand   float64 // event weight asked for since the last flush
-	used     int64   // Redis time (µs) of the last Add
-	read     int64   // used, as of the last flush
-	queued   bool    // on its shard's dirty list
-	gen      uint32  // tells this ledger from one made later for the same key
-	pass     uint64  // the last collect pass that looked at it
+	// quietTo: extra is a lone node's quiet count of a shaper's key (see
+	// Counter.quietLocked), never sent unless another node joins; Redis
+	// time (µs) when the bucket has refilled it and it is forgotten. 0:
+	// extra, if any, is to be sent.
+	quietTo int64
+	fly     float64 // extra sent, not acknowledged
+	rel     float64 // lease to hand back (its window rolled, or the key idled)
+	relWin  int64
+	grant   float64 // the last grant that gave something (0: none yet)
+	demand  float64 // event weight asked for since the last flush
+	used    int64   // Redis time (µs) of the last Add
+	read    int64   // used, as of the last flush
+	pass    uint64  // the last collect pass that looked at it
+	have    bool    // s is valid
+	asked   bool    // a grant is in flight
+	queued  bool    // on its shard's dirty list
+	gen     uint32  // tells this ledger from one made later for the same key
 }
 
 // inLease reports whether a key needs no command: it is still well inside
@@ -672,9 +677,14 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		st = c.p.released(st, ks.rel, ks.relWin, rnow)
 	}
 	nodes := float64(f.nodes.Load())
+	// A lone node's shaper: a slow client's events need no script (see
+	// quietLocked).
+	lone := nodes == 1 && c.shaper()
+	slow := gap > slowGap*f.cfg.FlushInterval.Microseconds()
 	var r counting.Result
 	mode := "fleet"
 	kick := false
+	quiet := false
 	switch {
 	case c.rule.Detection:
 		extra := ks.extra + ks.fly
@@ -696,7 +706,9 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		ks.lease -= n
 		r, _ = c.p.judge(st, rnow, ks.extra+ks.fly-ks.lease, 0)
 		r.Exceeded, r.RetryAfter = false, 0
-		kick = healthy && ks.lease < n && !ks.asked
+		// A lone node's slow client spends its lease out without asking
+		// for the next one: its next request is a quiet one.
+		kick = healthy && ks.lease < n && !ks.asked && !(lone && slow)
 	default:
 		extra := ks.extra + ks.fly - ks.lease
 		if !healthy {
@@ -714,7 +726,14 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 			// budget admitted.
 			consume = false
 		}
-		if healthy && !r.Exceeded && ks.extra+ks.fly > 0 && ks.extra+ks.fly+n > max(1, f.cfg.ColdShare*c.p.capacity()/nodes) {
+		pending := ks.extra + ks.fly
+		if ks.quietTo != 0 {
+			// Quiet events wait for no grant: past the allowance they
+			// are sent with this one (docs/fleet.md, the error bound).
+			pending -= ks.extra
+		}
+		allowance := max(1, f.cfg.ColdShare*c.p.capacity()/nodes)
+		if healthy && !r.Exceeded && pending > 0 && pending+n > allowance {
 			// No lease left, and this node's events beyond leases have
 			// used its allowance (ColdShare of the capacity, split among
 			// the nodes, at least one event): wait for the grant the
@@ -729,6 +748,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 				ks.extraAt = rnow
 			}
 			ks.extra += n
+			quiet = healthy && mode == "fleet" && lone && ks.extra <= allowance && ks.fly == 0 && ks.rel == 0 && !ks.asked
 		}
 		// A refusal on the fleet view kicks no flush: the budget is spent
 		// until the view says otherwise, and a hot refused key would
@@ -739,16 +759,32 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// next flush sends the event.
 		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded && (nodes > 1 || r.Remaining >= 1))
 	}
+	if !quiet {
+		ks.quietTo = 0
+	}
 	switch {
 	case ks.inLease():
-	case healthy && mode == "fleet" && !r.Exceeded && gap > slowGap*f.cfg.FlushInterval.Microseconds() &&
-		ks.lease >= n && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && !ks.asked:
+	case healthy && mode == "fleet" && !r.Exceeded && slow &&
+		(ks.lease >= n || lone) && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && !ks.asked:
 		// A slow client (this request came more than slowGap flush
 		// intervals after its last): its lease lasts it, so it asks
 		// when the lease cannot cover another event like this one (the
 		// lease branch above kicks a flush then) or when the client
 		// speeds up, not when half of it is spent: one script per
-		// lease, not two (docs/fleet.md, "Sizing").
+		// lease, not two (docs/fleet.md, "Sizing"). A lone node's shaper
+		// does not ask even then: the client's next request is quiet.
+		// With other nodes a full pass looks at every key holding a
+		// lease: this request is no demand for it to ask for.
+		ks.demand -= n
+		ks.read = ks.used
+	case quiet:
+		c.quietLocked(ks)
+		ks.demand -= n
+		ks.read = ks.used
+		kick = false
+		if slot >= 0 {
+			sh.due[slot] = ks.quietTo
+		}
 	case healthy && mode == "fleet" && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
 		// Alone, and Redis has no budget left to grant (this node may
 		// hold the rest as its lease): the next flush would only find
@@ -782,10 +818,39 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	return r
 }
 
+// shaper reports whether the rule's algorithm refills over time
+// (token_bucket, gcra) rather than counting in windows.
+func (c *Counter) shaper() bool {
+	return c.p.alg == counting.TokenBucket || c.p.alg == counting.GCRA
+}
+
+// quietLocked makes a lone node's unsent events of a shaper's key quiet:
+// they are kept, not sent, until the bucket has refilled them, and then
+// forgotten, as Redis would have forgotten them. While the node is alone
+// (no other node can be granted what they used) and its events stay
+// within the cold allowance, a client under its rate costs no script at
+// all, where a lease would cost one per lease. The events are sent if
+// another node joins or the key goes past the allowance; a node that
+// stops loses them, which is no more than the allowance per key
+// (docs/fleet.md, the error bound).
+//
+// quietTo is when the bucket, as this node last read it, has refilled the
+// events, counting all of them at the first one's time: Redis's usage then
+// (the refill of a lone node's key changes only by its own scripts, and a
+// quiet key sends none) plus the events, at the rule's interval each.
+func (c *Counter) quietLocked(ks *keyState) {
+	u := c.p.usage(c.p.advance(ks.s, ks.extraAt), ks.extraAt)
+	ks.quietTo = ks.extraAt + int64(math.Ceil((u+ks.extra)*c.p.interval))
+}
+
 // ageLocked voids a lease whose window has closed (handing it back, so the
 // window it was counted in can be corrected) and drops extra counts of a
 // closed window.
 func (c *Counter) ageLocked(ks *keyState, rnow int64) {
+	if ks.quietTo != 0 && (rnow >= ks.quietTo || c.stale(ks.extraAt, rnow)) {
+		// Refilled: forgotten, not dropped.
+		ks.extra, ks.quietTo = 0, 0
+	}
 	if ks.extra > 0 && c.stale(ks.extraAt, rnow) {
 		c.f.met.dropped.Add(ks.extra)
 		ks.extra = 0
@@ -918,7 +983,13 @@ func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int)
 // be forgotten. A key with something pending, or with a lease that may
 // have to go back to other nodes, is always due.
 func (c *Counter) dueLocked(ks *keyState, nodes int) int64 {
-	if ks.asked || ks.fly != 0 || ks.extra != 0 || ks.rel != 0 {
+	if ks.asked || ks.fly != 0 || ks.rel != 0 {
+		return 0
+	}
+	if ks.extra != 0 {
+		if ks.quietTo != 0 && nodes == 1 {
+			return ks.quietTo // forgotten then; a join looks at every key
+		}
 		return 0
 	}
 	if ks.lease > 0 && nodes > 1 && c.p.alg != counting.SlidingLog {
@@ -959,6 +1030,12 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	}
 	c.ageLocked(ks, now)
 	active := ks.used > ks.read
+	if ks.quietTo != 0 {
+		if nodes == 1 && !active && ks.fly == 0 && ks.rel == 0 {
+			return leave // still alone: the events wait to be refilled
+		}
+		ks.quietTo = 0 // another node joined: they are sent now
+	}
 	if !active && ks.extra == 0 && ks.rel == 0 && ks.fly == 0 && c.idleLease(ks) && now-ks.used > 2*c.p.period {
 		return forget
 	}
