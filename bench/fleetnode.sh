@@ -139,11 +139,17 @@ for r in $(seq "$rounds"); do
     extra=""
     [ $mode = on ] && extra=$(awk -v k=$((k1 - k0)) -v f=$((f1 - f0)) -v w=$((w1 - w0)) -v n="$n" -v d="${dur%s}" 'BEGIN {printf "; %.3f scripts per request, %.0f flushes/s, %d lease waits", k / n, f / d, w}')
     echo "round $r fleet $mode: $v requests/s, p99 $p99; CPU per request: guardd $gus µs, redis-server $rus µs$extra"
+    [ $mode = off ] && roundoff=$v
   done
+  pairs="${pairs:-} $(awk -v a="$v" -v b="$roundoff" 'BEGIN {printf "%.4f", a / b}')"
 done
 med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 off=$(med <<<"${rps[off]}"); on=$(med <<<"${rps[on]}")
 echo "median: off $off requests/s, on $on requests/s: on/off $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
+# Each round's on run follows its off run within seconds: the median of
+# the rounds' own ratios is the figure least moved by the host's speed
+# drifting between rounds (the medians above pair runs minutes apart).
+echo "median of the rounds' on/off: $(med <<<"$pairs" | awk '{printf "%.1f%%", 100 * $1}') (rounds:$(tr ' ' '\n' <<<"$pairs" | grep . | awk '{printf " %.1f%%", 100 * $1}'))"
 # Every client's gcra lease runs out in the same round (they were all
 # granted in the warm-up, and each client's requests come at the same
 # pace): that round pays a script per client, which the median may leave
