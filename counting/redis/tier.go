@@ -782,9 +782,6 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		ks.demand -= n
 		ks.read = ks.used
 		kick = false
-		if slot >= 0 {
-			sh.due[slot] = ks.quietTo
-		}
 	case healthy && mode == "fleet" && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
 		// Alone, and Redis has no budget left to grant (this node may
 		// hold the rest as its lease): the next flush would only find
@@ -903,7 +900,11 @@ func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, in
 
 func (c *Counter) sweepLocked(sh *cshard, now int64) {
 	for i := 0; i < len(sh.keys); {
-		if ks := &sh.ls[i]; sh.keys[i] != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
+		ks := &sh.ls[i]
+		if ks.quietTo != 0 {
+			c.ageLocked(ks, now) // refilled quiet events do not keep a key
+		}
+		if sh.keys[i] != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
 			sh.deleteLocked(i)
 			continue // a later slot may have moved into i
 		}
@@ -986,10 +987,9 @@ func (c *Counter) dueLocked(ks *keyState, nodes int) int64 {
 	if ks.asked || ks.fly != 0 || ks.rel != 0 {
 		return 0
 	}
-	if ks.extra != 0 {
-		if ks.quietTo != 0 && nodes == 1 {
-			return ks.quietTo // forgotten then; a join looks at every key
-		}
+	if ks.extra != 0 && (ks.quietTo == 0 || nodes > 1) {
+		// Quiet events need no look: the key's next Add forgets them
+		// once refilled, and a join looks at every key.
 		return 0
 	}
 	if ks.lease > 0 && nodes > 1 && c.p.alg != counting.SlidingLog {

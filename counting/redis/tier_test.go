@@ -608,13 +608,12 @@ func TestSlowClientAloneSendsNothing(t *testing.T) {
 			if got := scripts(); got != 0 {
 				t.Fatalf("%v scripts for a slow client of a lone node, want none", got)
 			}
-			f.Flush(context.Background())
 			sh := c.shardOf(7)
 			sh.mu.Lock()
 			extra := sh.ls[sh.lookupLocked(7)].extra
 			sh.mu.Unlock()
-			if extra != 0 {
-				t.Fatalf("%v quiet events left a second after the last, want them forgotten", extra)
+			if extra != 1 {
+				t.Fatalf("%v quiet events held after a request a second, want the last one alone (the others refilled and forgotten)", extra)
 			}
 			// A burst of 15, 1 ms apart, flushed as kicks would: held to
 			// the burst of 10 (and the allowance of one), sent at once.
@@ -631,6 +630,16 @@ func TestSlowClientAloneSendsNothing(t *testing.T) {
 			}
 			if scripts() < 1 {
 				t.Error("a burst was not sent")
+			}
+			// Idle for two periods: the slow client's key, quiet events
+			// and all, is forgotten.
+			step(2*time.Minute + time.Second)
+			f.Flush(context.Background())
+			sh.mu.Lock()
+			i := sh.lookupLocked(7)
+			sh.mu.Unlock()
+			if i >= 0 {
+				t.Error("a key idle for two periods with a quiet event was not forgotten")
 			}
 		})
 	}
