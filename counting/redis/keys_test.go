@@ -227,37 +227,37 @@ func TestFullPassDue(t *testing.T) {
 	}
 }
 
-// TestShaperLeaseAtMostBurst: a lone node that spent a gcra key's lease
-// slowly asks again with part of it held; Redis has refilled the bucket
-// meanwhile and grants a full one. The node keeps at most the burst, so a
-// burst after a quiet spell gets the burst (plus the one event a node may
-// admit while a grant is on the way), not the burst plus what was held.
+// TestShaperLeaseAtMostBurst: a lone node holding part of a gcra key's
+// lease asks again once Redis has refilled the bucket, which then grants a
+// full one. The node keeps at most the burst, so the burst that follows
+// gets the burst (plus the one event a node may admit while a grant is on
+// the way), not the burst plus what was held.
 func TestShaperLeaseAtMostBurst(t *testing.T) {
 	for _, alg := range []counting.Algorithm{counting.GCRA, counting.TokenBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
-			clock := t0
-			st := newFakeStore(clock)
-			f, _ := newTestFleet(t, "a", st, &clock)
-			c, _ := f.Counter(Rule{Name: "b", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 60, Burst: 10}})
-			advance := func(d time.Duration) {
-				clock = clock.Add(d)
-				st.setNow(clock)
+			n := newTestNode(t, t0)
+			c := n.counter(t, Rule{Name: "b", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 60, Burst: 10}})
+			// Two requests at once (one would be quiet): sent and leased.
+			for range 2 {
+				c.Admit(9, 1, n.clock.UnixNano())
 			}
-			for range 6 { // slow use: the lease is asked again half spent
-				c.Admit(9, 1, clock.UnixNano())
-				f.Flush(context.Background())
-				advance(2 * time.Second)
+			n.f.Flush(context.Background())
+			n.step(20 * time.Second) // Redis's bucket refills
+			// Five requests 1 ms apart: the lease is under half its grant
+			// and asked again with the rest of it held.
+			for range 5 {
+				n.step(time.Millisecond)
+				c.Admit(9, 1, n.clock.UnixNano())
 			}
-			advance(20 * time.Second)
-			f.Flush(context.Background())
-			n := 0
+			n.f.Flush(context.Background())
+			admitted := 0
 			for range 30 {
-				if !c.Admit(9, 1, clock.UnixNano()).Exceeded {
-					n++
+				if !c.Admit(9, 1, n.clock.UnixNano()).Exceeded {
+					admitted++
 				}
 			}
-			if n > 11 {
-				t.Errorf("a burst after a quiet spell admitted %d against a burst of 10", n)
+			if admitted > 11 {
+				t.Errorf("a burst after a refill admitted %d against a burst of 10", admitted)
 			}
 		})
 	}

@@ -602,11 +602,11 @@ type keyState struct {
 	grant   float64 // the last grant that gave something (0: none yet)
 	demand  float64 // event weight asked for since the last flush
 	used    int64   // Redis time (µs) of the last Add
-	read    int64   // used, as of the last flush
 	pass    uint64  // the last collect pass that looked at it
 	have    bool    // s is valid
 	asked   bool    // a grant is in flight
 	queued  bool    // on its shard's dirty list
+	active  bool    // used since a flush last looked at it (or its last send failed)
 	gen     uint32  // tells this ledger from one made later for the same key
 }
 
@@ -666,6 +666,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	ks, slot := c.ledgerLocked(sh, key, rnow)
 	gap := rnow - ks.used
 	ks.used = rnow
+	ks.active = true
 	ks.demand += n
 	c.ageLocked(ks, rnow)
 	var st State
@@ -776,11 +777,11 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// With other nodes a full pass looks at every key holding a
 		// lease: this request is no demand for it to ask for.
 		ks.demand -= n
-		ks.read = ks.used
+		ks.active = false
 	case quiet:
 		c.quietLocked(ks)
 		ks.demand -= n
-		ks.read = ks.used
+		ks.active = false
 		kick = false
 	case healthy && mode == "fleet" && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
 		// Alone, and Redis has no budget left to grant (this node may
@@ -789,7 +790,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// costs no flush a look, nor a script, until its view shows
 		// headroom again (a window rolls, a bucket refills).
 		ks.demand -= n
-		ks.read = ks.used
+		ks.active = false
 		kick = false
 	default:
 		sh.queueLocked(key, ks)
@@ -1029,7 +1030,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 		return keep // an earlier op for this key failed mid-way; settle clears it
 	}
 	c.ageLocked(ks, now)
-	active := ks.used > ks.read
+	active := ks.active
 	if ks.quietTo != 0 {
 		if nodes == 1 && !active && ks.fly == 0 && ks.rel == 0 {
 			return leave // still alone: the events wait to be refilled
@@ -1087,7 +1088,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 		// The view ages (windows roll, buckets refill) and the next Add
 		// asks once it shows headroom.
 		ks.demand = 0
-		ks.read = ks.used
+		ks.active = false
 		return leave
 	}
 	ks.demand = 0
@@ -1100,7 +1101,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	ks.fly += ks.extra
 	ks.extra, ks.rel = 0, 0
 	ks.asked = active
-	ks.read = ks.used
+	ks.active = false
 	return keep
 }
 
@@ -1190,7 +1191,7 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 		ks.leaseWin = r.relWin
 		c.ageLocked(ks, ks.used)
 	}
-	ks.read = 0
+	ks.active = true
 }
 
 func mix(key uint64) uint64 {

@@ -24,6 +24,40 @@ func newTestFleet(t *testing.T, node string, st Store, clock *time.Time) (*Fleet
 	return f, reg
 }
 
+// testNode is a lone node on an in-process store, for tests that move its
+// clock and Redis's TIME together and count the scripts it sent.
+type testNode struct {
+	clock time.Time
+	st    *fakeStore
+	f     *Fleet
+}
+
+func newTestNode(t *testing.T, start time.Time) *testNode {
+	t.Helper()
+	n := &testNode{clock: start, st: newFakeStore(start)}
+	n.f, _ = newTestFleet(t, "a", n.st, &n.clock)
+	return n
+}
+
+// counter returns the node's counter of rule r.
+func (n *testNode) counter(t *testing.T, r Rule) *Counter {
+	t.Helper()
+	c, err := n.f.Counter(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// step moves the clocks by d.
+func (n *testNode) step(d time.Duration) {
+	n.clock = n.clock.Add(d)
+	n.st.setNow(n.clock)
+}
+
+// scripts returns how many scripts the node has sent.
+func (n *testNode) scripts() float64 { return testutil.ToFloat64(n.f.met.keys) }
+
 // TestFleetSharesOneBudget: three nodes, one store, one key. Together they
 // admit the limit, give or take what the leases allow, and each sees the
 // fleet-wide count after a flush.
@@ -371,33 +405,24 @@ func TestFlushLooksAtUsedKeys(t *testing.T) {
 // hand budget back), nor lists it for a flush to look at, and asks again
 // once its view shows headroom.
 func TestSpentKeyAloneAsksNothing(t *testing.T) {
-	clock := t0
-	st := newFakeStore(clock)
-	f, _ := newTestFleet(t, "a", st, &clock)
-	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: 5 * time.Second, Requests: 5}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	step := func(d time.Duration) {
-		clock = clock.Add(d)
-		st.setNow(clock)
-	}
-	f.Flush(context.Background())
+	n := newTestNode(t, t0)
+	c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.FixedWindow, Period: 5 * time.Second, Requests: 5}})
+	n.f.Flush(context.Background())
 	admitted := 0
 	for range 20 {
-		step(time.Millisecond)
-		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+		n.step(time.Millisecond)
+		if !c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 			admitted++
 		}
-		f.Flush(context.Background())
+		n.f.Flush(context.Background())
 	}
 	if admitted != 5 {
 		t.Fatalf("admitted %d, want the limit, 5", admitted)
 	}
-	sent := testutil.ToFloat64(f.met.keys)
+	sent := n.scripts()
 	for range 20 {
-		step(time.Millisecond)
-		if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+		n.step(time.Millisecond)
+		if !c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 			t.Fatal("admitted beyond the budget")
 		}
 		// Not even listed for the flush to look at.
@@ -408,18 +433,18 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 		if listed != 0 {
 			t.Fatalf("a refused spent key is listed for the next flush (%d keys listed)", listed)
 		}
-		f.Flush(context.Background())
+		n.f.Flush(context.Background())
 	}
-	if got := testutil.ToFloat64(f.met.keys) - sent; got != 0 {
+	if got := n.scripts() - sent; got != 0 {
 		t.Errorf("%v scripts for a spent key with no other node", got)
 	}
 	// In the next window: admitted, and sent.
-	step(5 * time.Second)
-	if c.Add(7, 1, clock.UnixNano()).Exceeded {
+	n.step(5 * time.Second)
+	if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 		t.Fatal("refused in the next window")
 	}
-	f.Flush(context.Background())
-	if got := testutil.ToFloat64(f.met.keys) - sent; got < 1 {
+	n.f.Flush(context.Background())
+	if got := n.scripts() - sent; got < 1 {
 		t.Error("nothing sent once the key had headroom again")
 	}
 }
@@ -429,29 +454,22 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 // cannot cover another request, not when half of it is spent; one that
 // speeds up asks at half spent again, in time for its burst.
 func TestSlowClientAsksOncePerLease(t *testing.T) {
-	clock := t0
-	st := newFakeStore(clock)
-	f, _ := newTestFleet(t, "a", st, &clock)
-	other, _ := newTestFleet(t, "b", st, &clock)
-	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 600, Burst: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newTestNode(t, t0)
+	other, _ := newTestFleet(t, "b", n.st, &n.clock)
+	c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 600, Burst: 10}})
 	step := func(d time.Duration) {
-		clock = clock.Add(d)
-		st.setNow(clock)
+		n.step(d)
 		other.Flush(context.Background()) // its heartbeat: it stays live
 	}
-	scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
 	other.Flush(context.Background())
-	f.Flush(context.Background())
-	if n := f.Status().LiveNodes; n != 2 {
-		t.Fatalf("%d live nodes, want 2", n)
+	n.f.Flush(context.Background())
+	if live := n.f.Status().LiveNodes; live != 2 {
+		t.Fatalf("%d live nodes, want 2", live)
 	}
 	// The first request has no lease yet: it is sent, and the grant fills
 	// the bucket's lease.
-	c.Add(7, 1, clock.UnixNano())
-	f.Flush(context.Background())
+	c.Add(7, 1, n.clock.UnixNano())
+	n.f.Flush(context.Background())
 	lease := func() float64 {
 		sh := c.shardOf(7)
 		sh.mu.Lock()
@@ -465,37 +483,37 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 	// Slow: a request a second (the refill rate of 600/min is 10/s, so
 	// the bucket in Redis is full at each one). One script once the lease
 	// is spent, none before.
-	sent := scripts()
+	sent := n.scripts()
 	for i := range int(held) {
 		step(time.Second)
-		if c.Add(7, 1, clock.UnixNano()).Exceeded {
+		if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 			t.Fatalf("slow request %d refused", i)
 		}
-		f.Flush(context.Background())
-		if got := scripts() - sent; i < int(held)-1 && got != 0 {
+		n.f.Flush(context.Background())
+		if got := n.scripts() - sent; i < int(held)-1 && got != 0 {
 			t.Fatalf("slow request %d of a lease of %v: %v scripts, want none until the lease is spent", i, held, got)
 		}
 	}
-	if got := scripts() - sent; got != 1 {
+	if got := n.scripts() - sent; got != 1 {
 		t.Fatalf("%v scripts for a spent lease, want 1", got)
 	}
 	// Fast: ten requests 5 ms apart. The key asks once half its lease is
 	// spent, and no request waits for a grant.
-	held, sent = lease(), scripts()
+	held, sent = lease(), n.scripts()
 	if held < 4 {
 		t.Fatalf("lease %v after the top-up, want about half the burst of 10", held)
 	}
 	step(time.Second)
 	for i := range 10 {
 		step(5 * time.Millisecond)
-		if c.Add(7, 1, clock.UnixNano()).Exceeded {
+		if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 			t.Fatalf("fast request %d refused", i)
 		}
 		if i%2 == 1 {
-			f.Flush(context.Background())
+			n.f.Flush(context.Background())
 		}
 	}
-	if got := scripts() - sent; got < 1 {
+	if got := n.scripts() - sent; got < 1 {
 		t.Fatal("a client that sped up did not ask for more at half its lease")
 	}
 }
@@ -505,41 +523,31 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 // spends it without a script, even once less than half of it is left, and
 // asks again when the window rolls.
 func TestHeldBudgetAloneAsksNothing(t *testing.T) {
-	clock := t0
-	st := newFakeStore(clock)
-	f, _ := newTestFleet(t, "a", st, &clock)
-	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: 5 * time.Second, Requests: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	step := func(d time.Duration) {
-		clock = clock.Add(d)
-		st.setNow(clock)
-	}
-	scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
-	f.Flush(context.Background())
-	c.Add(7, 1, clock.UnixNano())
-	f.Flush(context.Background()) // the grant: the rest of the budget
-	sent := scripts()
+	n := newTestNode(t, t0)
+	c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: 5 * time.Second, Requests: 100}})
+	n.f.Flush(context.Background())
+	c.Add(7, 1, n.clock.UnixNano())
+	n.f.Flush(context.Background()) // the grant: the rest of the budget
+	sent := n.scripts()
 	for i := range 99 {
-		step(time.Millisecond)
-		if c.Add(7, 1, clock.UnixNano()).Exceeded {
+		n.step(time.Millisecond)
+		if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 			t.Fatalf("request %d of the limit of 100 refused", i+2)
 		}
-		f.Flush(context.Background())
+		n.f.Flush(context.Background())
 	}
-	if got := scripts() - sent; got != 0 {
+	if got := n.scripts() - sent; got != 0 {
 		t.Errorf("%v scripts while spending the whole budget held as a lease, want none", got)
 	}
-	if !c.Add(7, 1, clock.UnixNano()).Exceeded {
+	if !c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 		t.Fatal("admitted beyond the limit")
 	}
-	step(5 * time.Second) // the window rolls
-	if c.Add(7, 1, clock.UnixNano()).Exceeded {
+	n.step(5 * time.Second) // the window rolls
+	if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 		t.Fatal("refused in the next window")
 	}
-	f.Flush(context.Background())
-	if got := scripts() - sent; got < 1 {
+	n.f.Flush(context.Background())
+	if got := n.scripts() - sent; got < 1 {
 		t.Error("nothing sent once the window rolled")
 	}
 }
@@ -551,26 +559,17 @@ func TestHeldBudgetAloneAsksNothing(t *testing.T) {
 func TestRolledLeaseNotCountedAgainstItsNode(t *testing.T) {
 	for _, alg := range []counting.Algorithm{counting.SlidingWindow, counting.FixedWindow} {
 		t.Run(alg.String(), func(t *testing.T) {
-			clock := t0.Truncate(5 * time.Second)
-			st := newFakeStore(clock)
-			f, _ := newTestFleet(t, "a", st, &clock)
-			c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: alg, Period: 5 * time.Second, Requests: 100}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			step := func(d time.Duration) {
-				clock = clock.Add(d)
-				st.setNow(clock)
-			}
-			f.Flush(context.Background())
-			c.Add(7, 1, clock.UnixNano())
-			f.Flush(context.Background()) // the grant: the rest of the window's budget
+			n := newTestNode(t, t0.Truncate(5*time.Second))
+			c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: alg, Period: 5 * time.Second, Requests: 100}})
+			n.f.Flush(context.Background())
+			c.Add(7, 1, n.clock.UnixNano())
+			n.f.Flush(context.Background()) // the grant: the rest of the window's budget
 			for range 9 {
-				step(time.Millisecond)
-				c.Add(7, 1, clock.UnixNano())
+				n.step(time.Millisecond)
+				c.Add(7, 1, n.clock.UnixNano())
 			}
-			step(5 * time.Second) // the next window, early in it; no flush yet
-			if r := c.Add(7, 1, clock.UnixNano()); r.Exceeded {
+			n.step(5 * time.Second) // the next window, early in it; no flush yet
+			if r := c.Add(7, 1, n.clock.UnixNano()); r.Exceeded {
 				t.Fatalf("refused just after the window rolled, with 10 of 100 used in the last one: %+v", r)
 			}
 		})
@@ -584,28 +583,18 @@ func TestRolledLeaseNotCountedAgainstItsNode(t *testing.T) {
 func TestSlowClientAloneSendsNothing(t *testing.T) {
 	for _, alg := range []counting.Algorithm{counting.GCRA, counting.TokenBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
-			clock := t0
-			st := newFakeStore(clock)
-			f, _ := newTestFleet(t, "a", st, &clock)
-			c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 600, Burst: 10}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			step := func(d time.Duration) {
-				clock = clock.Add(d)
-				st.setNow(clock)
-			}
-			scripts := func() float64 { return testutil.ToFloat64(f.met.keys) }
-			f.Flush(context.Background())
+			n := newTestNode(t, t0)
+			c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 600, Burst: 10}})
+			n.f.Flush(context.Background())
 			// Slow: a request a second against a refill of ten a second.
 			for i := range 30 {
-				if c.Add(7, 1, clock.UnixNano()).Exceeded {
+				if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 					t.Fatalf("slow request %d refused", i)
 				}
-				f.Flush(context.Background())
-				step(time.Second)
+				n.f.Flush(context.Background())
+				n.step(time.Second)
 			}
-			if got := scripts(); got != 0 {
+			if got := n.scripts(); got != 0 {
 				t.Fatalf("%v scripts for a slow client of a lone node, want none", got)
 			}
 			sh := c.shardOf(7)
@@ -619,22 +608,22 @@ func TestSlowClientAloneSendsNothing(t *testing.T) {
 			// the burst of 10 (and the allowance of one), sent at once.
 			admitted := 0
 			for range 15 {
-				if !c.Add(8, 1, clock.UnixNano()).Exceeded {
+				if !c.Add(8, 1, n.clock.UnixNano()).Exceeded {
 					admitted++
 				}
-				f.Flush(context.Background())
-				step(time.Millisecond)
+				n.f.Flush(context.Background())
+				n.step(time.Millisecond)
 			}
 			if admitted < 10 || admitted > 11 {
 				t.Errorf("a burst of 15 against a bucket of 10: %d admitted, want 10 (11 with the allowance)", admitted)
 			}
-			if scripts() < 1 {
+			if n.scripts() < 1 {
 				t.Error("a burst was not sent")
 			}
 			// Idle for two periods: the slow client's key, quiet events
 			// and all, is forgotten.
-			step(2*time.Minute + time.Second)
-			f.Flush(context.Background())
+			n.step(2*time.Minute + time.Second)
+			n.f.Flush(context.Background())
 			sh.mu.Lock()
 			i := sh.lookupLocked(7)
 			sh.mu.Unlock()
@@ -648,36 +637,28 @@ func TestSlowClientAloneSendsNothing(t *testing.T) {
 // TestQuietEventsSentWhenANodeJoins: a lone node's quiet events are sent
 // as soon as it learns of a second node, which must see them.
 func TestQuietEventsSentWhenANodeJoins(t *testing.T) {
-	clock := t0
-	st := newFakeStore(clock)
-	f, _ := newTestFleet(t, "a", st, &clock)
+	n := newTestNode(t, t0)
 	// Six a minute, a bucket of ten: an event takes ten seconds to refill.
-	c, err := f.Counter(Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 6, Burst: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Flush(context.Background())
-	if c.Add(7, 1, clock.UnixNano()).Exceeded {
+	c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.GCRA, Period: time.Minute, Requests: 6, Burst: 10}})
+	n.f.Flush(context.Background())
+	if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 		t.Fatal("first request refused")
 	}
-	f.Flush(context.Background())
-	if n := testutil.ToFloat64(f.met.keys); n != 0 {
-		t.Fatalf("%v scripts for one request on a lone node, want none", n)
+	n.f.Flush(context.Background())
+	if got := n.scripts(); got != 0 {
+		t.Fatalf("%v scripts for one request on a lone node, want none", got)
 	}
-	other, _ := newTestFleet(t, "b", st, &clock)
+	other, _ := newTestFleet(t, "b", n.st, &n.clock)
 	other.Flush(context.Background())
-	clock = clock.Add(time.Second) // a's next heartbeat and full pass
-	st.setNow(clock)
-	f.Flush(context.Background())
-	if n := f.Status().LiveNodes; n != 2 {
-		t.Fatalf("%d live nodes, want 2", n)
+	n.step(time.Second) // a's next heartbeat and full pass
+	n.f.Flush(context.Background())
+	if live := n.f.Status().LiveNodes; live != 2 {
+		t.Fatalf("%d live nodes, want 2", live)
 	}
-	if n := testutil.ToFloat64(f.met.keys); n != 1 {
-		t.Fatalf("%v scripts once a node joined, want the quiet event sent", n)
+	if got := n.scripts(); got != 1 {
+		t.Fatalf("%v scripts once a node joined, want the quiet event sent", got)
 	}
-	p := c.p
-	s := st.state[c.redisKey(7)]
-	if u := p.usage(s, clock.UnixMicro()); u < 0.8 {
+	if u := c.p.usage(n.st.state[c.redisKey(7)], n.clock.UnixMicro()); u < 0.8 {
 		t.Errorf("Redis usage %v after the join, want the quiet event (0.9 of it left)", u)
 	}
 }
@@ -688,22 +669,17 @@ func TestQuietEventsSentWhenANodeJoins(t *testing.T) {
 func TestLoneNodeAdmitsAsATable(t *testing.T) {
 	for _, alg := range []counting.Algorithm{counting.GCRA, counting.TokenBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
-			clock := t0
-			st := newFakeStore(clock)
-			f, _ := newTestFleet(t, "a", st, &clock)
+			n := newTestNode(t, t0)
 			l := counting.Limit{Algorithm: alg, Period: time.Minute, Requests: 600, Burst: 10}
-			c, err := f.Counter(Rule{Name: "r", Limit: l})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := n.counter(t, Rule{Name: "r", Limit: l})
 			tab, err := counting.NewTable(counting.Config{Limit: l})
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.Flush(context.Background())
+			n.f.Flush(context.Background())
 			rng := rand.New(rand.NewPCG(1, 2))
 			var fleet, table int
-			lastFlush := clock
+			lastFlush := n.clock
 			for i := range 5000 {
 				// Gaps: mostly 50-150 ms (about the refill of one every
 				// 100 ms), a burst now and then, a slow spell now and then.
@@ -714,9 +690,8 @@ func TestLoneNodeAdmitsAsATable(t *testing.T) {
 				case 300:
 					gap = 3 * time.Second
 				}
-				clock = clock.Add(gap)
-				st.setNow(clock)
-				now := clock.UnixNano()
+				n.step(gap)
+				now := n.clock.UnixNano()
 				if !c.Admit(7, 1, now).Exceeded {
 					fleet++
 				}
@@ -725,19 +700,19 @@ func TestLoneNodeAdmitsAsATable(t *testing.T) {
 				}
 				kicked := false
 				select {
-				case <-f.kick:
+				case <-n.f.kick:
 					kicked = true
 				default:
 				}
-				if kicked || clock.Sub(lastFlush) >= DefaultFlushInterval {
-					f.Flush(context.Background())
-					lastFlush = clock
+				if kicked || n.clock.Sub(lastFlush) >= DefaultFlushInterval {
+					n.f.Flush(context.Background())
+					lastFlush = n.clock
 				}
 			}
 			if fleet > table+table/100 || fleet < table-table/20 {
 				t.Errorf("lone node admitted %d, counting.Table %d: want within -5%%/+1%%", fleet, table)
 			}
-			t.Logf("lone node %d, table %d, scripts %v", fleet, table, testutil.ToFloat64(f.met.keys))
+			t.Logf("lone node %d, table %d, scripts %v", fleet, table, n.scripts())
 		})
 	}
 }
