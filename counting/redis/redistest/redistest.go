@@ -152,7 +152,10 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
-// Restart starts the process again with the same arguments.
+// Restart kills the process (by PID) and starts it again with the same
+// arguments: the same port, dir and logfile, so a cluster node comes back
+// with its nodes file (its old identity and view). The new process is
+// the Server's, killed by PID at cleanup like the first.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
