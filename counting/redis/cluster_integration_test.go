@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,22 +319,33 @@ func TestClusterFailover(t *testing.T) {
 		addrs = append(addrs, s.Addr)
 	}
 	const limit = 100
-	f, err := New(Config{Node: "fo", Deadline: 250 * time.Millisecond, Cooldown: 200 * time.Millisecond},
-		dial(t, Options{Addresses: addrs, Mode: Cluster}), prometheus.NewRegistry(), nil)
-	if err != nil {
-		t.Fatal(err)
+	// Two nodes: a node alone in the fleet would hold the whole hour's
+	// budget of the key as its lease after its first grant and never send
+	// the key again (Redis would have nothing to grant it), so nothing
+	// would reach the killed master. With a peer it holds half, and asks
+	// again, or hands it back, as it spends it.
+	var f *Fleet
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	defer func() { cancel(); running.Wait() }()
+	for _, node := range []string{"fo", "fo-peer"} {
+		n, err := New(Config{Node: node, Deadline: 250 * time.Millisecond, Cooldown: 200 * time.Millisecond},
+			dial(t, Options{Addresses: addrs, Mode: Cluster}), prometheus.NewRegistry(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		running.Go(func() { n.Run(ctx) })
+		if f == nil {
+			f = n
+		}
 	}
 	c, err := f.Counter(Rule{Name: "fo", Limit: counting.Limit{Period: time.Hour, Requests: limit}, OnError: Closed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { f.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	redistest.WaitFor(t, 30*time.Second, "three endpoints, the masters", func() bool {
+	redistest.WaitFor(t, 30*time.Second, "three endpoints, the masters, and two live nodes", func() bool {
 		st := f.Status()
-		if len(st.Endpoints) != 3 {
+		if len(st.Endpoints) != 3 || st.LiveNodes != 2 {
 			return false
 		}
 		for _, m := range masters {
@@ -349,6 +361,15 @@ func TestClusterFailover(t *testing.T) {
 	if c.Add(dead, 1, time.Now().UnixNano()).Exceeded {
 		t.Fatal("first event refused")
 	}
+	key := "guardd:{fo:" + strconv.FormatUint(dead, 16) + "}"
+	// The first event and its grant land before the kill, so the node
+	// holds a lease of the key when its master dies (with the kill first,
+	// the first flush alone would fail and open the breaker).
+	redistest.WaitFor(t, 30*time.Second, "the first event counted on the victim", func() bool {
+		v, _ := masters[victim].Cmd("HGET", key, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n > 0
+	})
 	masters[victim].Kill()
 	redistest.WaitFor(t, 60*time.Second, "the dead master's breaker to open", func() bool {
 		c.Add(dead, 1, time.Now().UnixNano())
@@ -369,7 +390,6 @@ func TestClusterFailover(t *testing.T) {
 		return endpointBreaker(f, replicas[victim].Addr) == "closed" && endpointBreaker(f, masters[victim].Addr) == "absent" && f.Healthy()
 	})
 	t.Logf("endpoints after the failover: %+v", f.Status().Endpoints)
-	key := "guardd:{fo:" + strconv.FormatUint(dead, 16) + "}"
 	var last counting.Result
 	var lastV string
 	defer func() {
