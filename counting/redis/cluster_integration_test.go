@@ -382,6 +382,23 @@ func TestClusterFailover(t *testing.T) {
 	if addDead().Exceeded {
 		t.Fatal("first event refused")
 	}
+	key := "guardd:{fo:" + strconv.FormatUint(dead, 16) + "}"
+	// The first event and its grant land before the kill, so the node
+	// holds a lease of the key when its master dies (with the kill first,
+	// the first flush alone would fail and open the breaker).
+	redistest.WaitFor(t, 30*time.Second, "the first event counted on the victim", func() bool {
+		v, _ := masters[victim].Cmd("HGET", key, "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n > 0
+	})
+	// And on its replica: a grant the kill loses with an unreplicated
+	// write is budget the new master grants again (Redis replication is
+	// asynchronous), which the whole-scenario limit below cannot allow.
+	redistest.WaitFor(t, 30*time.Second, "the victim's writes on its replica", func() bool {
+		m, err1 := masters[victim].Info("replication", "master_repl_offset")
+		r, err2 := replicas[victim].Info("replication", "slave_repl_offset")
+		return err1 == nil && err2 == nil && m == r
+	})
 	masters[victim].Kill()
 	redistest.WaitFor(t, 60*time.Second, "the dead master's breaker to open", func() bool {
 		addDead()
@@ -406,7 +423,6 @@ func TestClusterFailover(t *testing.T) {
 		return on
 	})
 	t.Logf("endpoints after the failover: %+v", f.Status().Endpoints)
-	key := "guardd:{fo:" + strconv.FormatUint(dead, 16) + "}"
 	var last counting.Result
 	var lastV string
 	defer func() {
