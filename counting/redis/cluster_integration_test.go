@@ -342,10 +342,7 @@ func TestClusterFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { f.Run(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		runFleet(t, f)
 		if i == 0 {
 			conn = cn
 		}
@@ -656,10 +653,7 @@ func TestClusterPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { f.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runFleet(t, f)
 	redistest.WaitFor(t, 30*time.Second, "three closed endpoints", func() bool {
 		for _, s := range cl {
 			if endpointBreaker(f, s.Addr) != "closed" {

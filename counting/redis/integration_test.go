@@ -31,6 +31,14 @@ func dial(t *testing.T, opt Options) *Conn {
 	return c
 }
 
+// runFleet runs f's flush loop until the test ends.
+func runFleet(t *testing.T, f *Fleet) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 var algorithms = []counting.Algorithm{counting.SlidingWindow, counting.FixedWindow, counting.SlidingLog, counting.TokenBucket, counting.GCRA}
 
 // TestScriptsMatchModel runs each algorithm's Lua script on a real
@@ -237,10 +245,7 @@ func TestKillRestart(t *testing.T) {
 		return c
 	}
 	open, closed, local := mk("kopen", Open), mk("kclosed", Closed), mk("klocal", Local)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { f.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runFleet(t, f)
 
 	before := 0
 	for range 10 {
