@@ -55,6 +55,21 @@ func (n *testNode) step(d time.Duration) {
 	n.st.setNow(n.clock)
 }
 
+// sendsAfter moves the clocks by d, into key 7's next window or refill,
+// and checks that a request there is admitted and that the next flush
+// sends the key: more scripts in all than sent.
+func (n *testNode) sendsAfter(t *testing.T, c *Counter, d time.Duration, sent float64) {
+	t.Helper()
+	n.step(d)
+	if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
+		t.Fatal("refused once the key had headroom again")
+	}
+	n.f.Flush(context.Background())
+	if got := n.scripts() - sent; got < 1 {
+		t.Error("nothing sent once the key had headroom again")
+	}
+}
+
 // scripts returns how many scripts the node has sent.
 func (n *testNode) scripts() float64 { return testutil.ToFloat64(n.f.met.keys) }
 
@@ -438,15 +453,7 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 	if got := n.scripts() - sent; got != 0 {
 		t.Errorf("%v scripts for a spent key with no other node", got)
 	}
-	// In the next window: admitted, and sent.
-	n.step(5 * time.Second)
-	if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
-		t.Fatal("refused in the next window")
-	}
-	n.f.Flush(context.Background())
-	if got := n.scripts() - sent; got < 1 {
-		t.Error("nothing sent once the key had headroom again")
-	}
+	n.sendsAfter(t, c, 5*time.Second, sent) // the next window
 }
 
 // TestSlowClientAsksOncePerLease: in a fleet of two, a client whose
@@ -542,14 +549,7 @@ func TestHeldBudgetAloneAsksNothing(t *testing.T) {
 	if !c.Add(7, 1, n.clock.UnixNano()).Exceeded {
 		t.Fatal("admitted beyond the limit")
 	}
-	n.step(5 * time.Second) // the window rolls
-	if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
-		t.Fatal("refused in the next window")
-	}
-	n.f.Flush(context.Background())
-	if got := n.scripts() - sent; got < 1 {
-		t.Error("nothing sent once the window rolled")
-	}
+	n.sendsAfter(t, c, 5*time.Second, sent) // the window rolls
 }
 
 // TestRolledLeaseNotCountedAgainstItsNode: when a window rolls, the lease
