@@ -440,6 +440,37 @@ func TestClusterFailover(t *testing.T) {
 
 	// The old master comes back, on its port with its nodes file.
 	oldMaster, newMaster := masters[victim], replicas[victim]
+	// Traffic during the rejoin goes to another key of the dead master's
+	// slots, so that the dead key has budget left to count afterwards.
+	probe := keyOnMaster(t, []*redistest.Server{newMaster, masters[1], masters[2]}, "fo", 0, 1<<20)
+	addProbe := func() { c.Add(probe, 1, time.Now().UnixNano()); cs[1].Add(probe, 1, time.Now().UnixNano()) }
+	// Before the old master returns, both nodes' scripts reach the promoted
+	// master. A node that sent that slot nothing since the failover may
+	// still hold rueidis's old slot map (its fleet topology is already
+	// right), and its first scripts fail, opening its breaker, until
+	// rueidis refreshes. The watch below is about the return, so it starts
+	// once each node has flushed ok and neither has failed for 20 polls.
+	outcome := func(f *Fleet, o string) float64 { return testutil.ToFloat64(f.met.flushes.WithLabelValues(o)) }
+	var okFrom, failedAt [2]float64
+	for i, f := range fs {
+		okFrom[i] = outcome(f, "ok")
+	}
+	clean := 0
+	redistest.WaitFor(t, 60*time.Second, "both nodes' scripts through to the promoted master", func() bool {
+		addProbe()
+		settled := true
+		for i, f := range fs {
+			failed := outcome(f, "error") + outcome(f, "timeout")
+			settled = settled && failed == failedAt[i] && f.Healthy() && outcome(f, "ok") > okFrom[i]
+			failedAt[i] = failed
+		}
+		if !settled {
+			clean = 0
+			return false
+		}
+		clean++
+		return clean >= 20
+	})
 	var (
 		mu         sync.Mutex
 		violations []string
@@ -477,10 +508,6 @@ func TestClusterFailover(t *testing.T) {
 			t.Errorf("the fleet took the returned master for an endpoint, or lost the promoted one: %q", violations)
 		}
 	}()
-	// Traffic during the rejoin goes to another key of the dead master's
-	// slots, so that the dead key has budget left to count afterwards.
-	probe := keyOnMaster(t, []*redistest.Server{newMaster, masters[1], masters[2]}, "fo", 0, 1<<20)
-	addProbe := func() { c.Add(probe, 1, time.Now().UnixNano()); cs[1].Add(probe, 1, time.Now().UnixNano()) }
 	oldMaster.Restart()
 	redistest.WaitFor(t, 60*time.Second, "the old master back as a replica of the promoted one", func() bool {
 		addProbe()
