@@ -168,13 +168,13 @@ func hammer(t *testing.T, nodes []*node, keys func(i int) uint64, per, quiet int
 			for i := 0; i < 3*per && (i < per || refused < quiet); i++ {
 				var waits float64
 				if i >= per {
-					waits = testutil.ToFloat64(nd.c.leaseDecisions)
+					waits = testutil.ToFloat64(nd.c.decisions[byLeaseWait])
 				}
 				switch {
 				case !nd.c.Add(keys(i), 1, time.Now().UnixNano()).Exceeded:
 					admitted.Add(1)
 					refused = 0
-				case i >= per && testutil.ToFloat64(nd.c.leaseDecisions) == waits:
+				case i >= per && testutil.ToFloat64(nd.c.decisions[byLeaseWait]) == waits:
 					refused++
 				default:
 					refused = 0
@@ -365,7 +365,7 @@ func TestCluster(t *testing.T) {
 	for _, nd := range nodes {
 		t.Logf("flushes ok %v error %v timeout %v skipped %v; lease_wait %v", testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("ok")),
 			testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("error")), testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("timeout")),
-			testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("skipped")), testutil.ToFloat64(nd.c.leaseDecisions))
+			testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("skipped")), testutil.ToFloat64(nd.c.decisions[byLeaseWait]))
 	}
 	if float64(got) > limit*1.01 || float64(got) < limit*0.97 && !testing.Short() {
 		t.Errorf("over-admission %+.2f%%", 100*over)

@@ -77,6 +77,35 @@ func (m OnError) String() string {
 	return "other"
 }
 
+// decision is how Counter.Add made a decision: the label of
+// guardd_counting_redis_decisions_total.
+type decision uint8
+
+// How decisions are made, a closed set.
+const (
+	// byFleet: two-tier, on this node's lease or its fleet view.
+	byFleet decision = iota
+	// byLeaseWait: refused while this node waits for a grant, its lease
+	// and cold allowance spent.
+	byLeaseWait
+	// byOpen, byClosed, byLocal: the key's endpoint is unavailable
+	// and the rule's OnError decided.
+	byOpen
+	byClosed
+	byLocal
+	numDecisions
+)
+
+var decisionNames = [numDecisions]string{byFleet: "fleet", byLeaseWait: "lease_wait", byOpen: "open", byClosed: "closed", byLocal: "local"}
+
+// String returns the metric label, or "other".
+func (m decision) String() string {
+	if m < numDecisions {
+		return decisionNames[m]
+	}
+	return "other"
+}
+
 // ParseOnError parses on_store_error; "" means Local.
 func ParseOnError(s string) (OnError, error) {
 	if s == "" {

@@ -716,3 +716,30 @@ func TestLoneNodeAdmitsAsATable(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionLabels: every way of deciding has its own metric label, and
+// a value outside the set reads "other", never an empty label.
+func TestDecisionLabels(t *testing.T) {
+	seen := map[string]bool{}
+	for d := range numDecisions {
+		l := d.String()
+		if l == "other" || l == "" || seen[l] {
+			t.Errorf("decision %d has label %q", d, l)
+		}
+		seen[l] = true
+	}
+	for _, tc := range []struct {
+		d    decision
+		want string
+	}{{byFleet, "fleet"}, {byLeaseWait, "lease_wait"}, {byOpen, "open"}, {byClosed, "closed"}, {byLocal, "local"}, {numDecisions, "other"}, {255, "other"}} {
+		if got := tc.d.String(); got != tc.want {
+			t.Errorf("decision %d: %q, want %q", tc.d, got, tc.want)
+		}
+	}
+	// The on_store_error decisions are labelled as the configuration names them.
+	for m, d := range map[OnError]decision{Open: byOpen, Closed: byClosed, Local: byLocal} {
+		if m.String() != d.String() {
+			t.Errorf("on_store_error %s decides as %s", m, d)
+		}
+	}
+}
