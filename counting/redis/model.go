@@ -169,20 +169,23 @@ type call struct {
 	nodes          int
 }
 
-// share is the lease a node may be granted out of headroom h.
+// share is the lease a node may be granted out of headroom h, in whole
+// events (see scripts.go; grainEps absorbs float error in h).
 func share(h, capacity, held, want float64, nodes int) float64 {
+	h = math.Floor(h + grainEps)
 	if h <= 0 {
 		return 0
 	}
-	g := (h+held)/float64(max(nodes, 1)) - held
-	if g < 1 {
-		g = min(h, 1)
-	}
+	g := max(1, math.Floor((h+held)/float64(max(nodes, 1))-held+grainEps))
 	if h < capacity/2 {
-		g = min(g, want)
+		g = min(g, max(1, math.Floor(want+grainEps)))
 	}
-	return max(0, min(g, h))
+	return min(g, h)
 }
+
+// grainEps: a headroom within grainEps below a whole number of events is
+// that number (float error in sums of whole events).
+const grainEps = 1e-9
 
 // step applies one call at Redis time now, exactly as the algorithm's Lua
 // script does, and returns the new state with Grant set. The fake store

@@ -26,7 +26,10 @@ package redis
 // The share is (headroom + held) / nodes, less what the node holds; once
 // less than half the capacity is left, no more than the node asked for
 // (about twice its demand per flush), so a node that sees little of a
-// key's traffic leaves the rest of the budget to the others.
+// key's traffic leaves the rest of the budget to the others. A grant is a
+// whole number of events (at least one while one is left): a fraction of
+// an event held by each of several nodes could be spent by none of them,
+// and the fleet would admit less than the limit.
 //
 // Each returns {win, cur, prev, at, usage, reset, now, grant}, numbers as
 // "%.17g" strings (Lua numbers would be truncated to integers on the way
@@ -49,11 +52,11 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function f(x) return string.format('%.17g', x) end
 local function ms(us) return math.ceil(us / 1000) end
 local function share(h, cap)
+  h = math.floor(h + 1e-9)
   if h <= 0 then return 0 end
-  local g = (h + held) / nodes - held
-  if g < 1 then g = math.min(h, 1) end
-  if h < cap / 2 then g = math.min(g, want) end
-  return math.max(0, math.min(g, h))
+  local g = math.max(1, math.floor((h + held) / nodes - held + 1e-9))
+  if h < cap / 2 then g = math.min(g, math.max(1, math.floor(want + 1e-9))) end
+  return math.min(g, h)
 end
 `
 

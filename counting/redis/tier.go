@@ -729,8 +729,16 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 			// are sent with this one (docs/fleet.md, the error bound).
 			pending -= ks.extra
 		}
-		allowance := max(1, f.cfg.ColdShare*c.p.capacity()/nodes)
-		if healthy && !r.Exceeded && pending > 0 && pending+n > allowance {
+		allowance := f.cfg.ColdShare * c.p.capacity() / nodes
+		// Below one event per node (a limit under nodes/ColdShare), a
+		// node with peers admits nothing beyond its lease once its view
+		// shows less than half the capacity free (where grants are cut
+		// to what a node asks for, and the others' may have taken the
+		// rest since this view was read), unless it knows nothing of the
+		// key yet: a client's first request on a node does not wait.
+		exact := allowance < 1 && nodes > 1 && ks.have && r.Remaining < c.p.capacity()/2
+		allowance = max(1, allowance)
+		if healthy && !r.Exceeded && (exact || pending > 0 && pending+n > allowance) {
 			// No lease left, and this node's events beyond leases have
 			// used its allowance (ColdShare of the capacity, split among
 			// the nodes, at least one event): wait for the grant the

@@ -743,3 +743,28 @@ func TestDecisionLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestShareWholeEvents: a grant is a whole number of events, so that no
+// node holds a fraction of one that none can spend (three nodes sharing
+// 100 admitted 99 when 65 left were split 21.67 to one node).
+func TestShareWholeEvents(t *testing.T) {
+	for _, tc := range []struct {
+		h, capacity, held, want float64
+		nodes                   int
+		grant                   float64
+	}{
+		{99, 100, 0, 2, 3, 33},
+		{65, 100, 0, 2, 3, 21},
+		{43, 100, 0, 2, 3, 2},            // below half: no more than asked
+		{43, 100, 0, 2.9, 3, 2},          // asked for a fraction: whole events
+		{2.9999999999, 100, 0, 10, 1, 3}, // float error: three events
+		{0.67, 100, 0, 2, 3, 0},          // less than one event left: nothing
+		{1.5, 100, 0, 2, 3, 1},
+		{60, 100, 10, 100, 3, 13}, // (60+10)/3 - 10 = 13.3
+		{1000, 100, 0, 0.5, 1, 1000},
+	} {
+		if got := share(tc.h, tc.capacity, tc.held, tc.want, tc.nodes); got != tc.grant {
+			t.Errorf("share(h %v, capacity %v, held %v, want %v, nodes %d) = %v, want %v", tc.h, tc.capacity, tc.held, tc.want, tc.nodes, got, tc.grant)
+		}
+	}
+}
