@@ -1069,7 +1069,14 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	// of a key's traffic does not sit on budget the others need.
 	want := 0.0
 	if active && !c.rule.Detection {
-		want = max(1, 2*ks.demand)
+		// The demand since the key was last sent, per flush interval: a
+		// key that spends a lease over several intervals asks for twice
+		// its rate, not for all it used since (Redis paces grants by it).
+		d := ks.demand
+		if fl := c.f.cfg.FlushInterval.Microseconds(); ks.have && now-ks.s.Now > fl {
+			d = d * float64(fl) / float64(now-ks.s.Now)
+		}
+		want = max(1, 2*d)
 		if ks.have && nodes > 1 && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
 			back := ks.lease - want
 			ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
@@ -1092,7 +1099,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	b.ops = append(b.ops, Op{
 		Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
 		Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
-		Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
+		Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member, Flush: c.f.cfg.FlushInterval.Microseconds(),
 	})
 	b.refs = append(b.refs, ref{c: c, key: k, gen: ks.gen, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
 	ks.fly += ks.extra

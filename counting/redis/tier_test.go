@@ -473,8 +473,10 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 	if live := n.f.Status().LiveNodes; live != 2 {
 		t.Fatalf("%d live nodes, want 2", live)
 	}
-	// The first request has no lease yet: it is sent, and the grant fills
-	// the bucket's lease.
+	// The first request has no lease yet: it is sent, and granted what it
+	// asks for (the key's pace is unknown before its first script); a
+	// second request a second later spends that and is granted the node's
+	// share of the bucket.
 	c.Add(7, 1, n.clock.UnixNano())
 	n.f.Flush(context.Background())
 	lease := func() float64 {
@@ -483,9 +485,19 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 		defer sh.mu.Unlock()
 		return sh.ls[sh.lookupLocked(7)].lease
 	}
+	if first := lease(); first < 1 || first > 2 {
+		t.Fatalf("lease %v after the key's first grant, want what it asked for (2)", first)
+	}
+	for range 2 {
+		step(time.Second)
+		if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
+			t.Fatal("slow request refused")
+		}
+		n.f.Flush(context.Background())
+	}
 	held := lease()
 	if held < 4 {
-		t.Fatalf("lease %v after the first grant, want about half the burst of 10", held)
+		t.Fatalf("lease %v after the second grant, want about half the burst of 10", held)
 	}
 	// Slow: a request a second (the refill rate of 600/min is 10/s, so
 	// the bucket in Redis is full at each one). One script once the lease
