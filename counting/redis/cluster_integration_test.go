@@ -275,9 +275,20 @@ func TestClusterMasterDown(t *testing.T) {
 // refused 5 events in a row on its fleet view, not while waiting for a
 // grant: on a loaded machine round trips are slow, many events wait for
 // grants (lease_wait, not counted), and a stream of fixed length could end
-// while the budget was still to be admitted.
+// while the budget was still to be admitted. Every decision on key must
+// be a fleet one (two-tier, or waiting for a grant): none by the rule's
+// on_store_error, whatever the other masters' state.
 func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, limit int, what string) {
 	t.Helper()
+	storeErr := func() (n float64) {
+		for _, nd := range nodes {
+			for _, d := range []decision{byOpen, byClosed, byLocal} {
+				n += testutil.ToFloat64(nd.c[m].decisions[d])
+			}
+		}
+		return n
+	}
+	se := storeErr()
 	got, sent := 0, 0
 	var refused [2]int
 	lw := testutil.ToFloat64(nodes[0].c[m].decisions[byLeaseWait]) + testutil.ToFloat64(nodes[1].c[m].decisions[byLeaseWait])
@@ -300,6 +311,9 @@ func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, 
 	}
 	lw = testutil.ToFloat64(nodes[0].c[m].decisions[byLeaseWait]) + testutil.ToFloat64(nodes[1].c[m].decisions[byLeaseWait]) - lw
 	t.Logf("%s: %d of %d admitted across two nodes, limit %d (%v lease waits)", what, got, sent, limit, lw)
+	if n := storeErr() - se; n != 0 {
+		t.Errorf("%s: %v decisions by on_store_error %s, want none (the key's master is up)", what, n, m)
+	}
 	// -short (the -race pass, on a loaded machine) checks only the over
 	// side, as TestStandaloneThreeNodes does.
 	if got > limit+3 || got < limit*90/100 && !testing.Short() {
