@@ -1069,11 +1069,12 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	// of a key's traffic does not sit on budget the others need.
 	want := 0.0
 	if active && !c.rule.Detection {
-		// The demand since the key was last sent, per flush interval: a
-		// key that spends a lease over several intervals asks for twice
-		// its rate, not for all it used since (Redis paces grants by it).
+		// With peers, the demand since the key was last sent per flush
+		// interval: a key that spends a lease over several intervals asks
+		// for twice its rate, not for all it used since (Redis paces
+		// grants by it). A lone node is not paced and keeps its asks.
 		d := ks.demand
-		if fl := c.f.cfg.FlushInterval.Microseconds(); ks.have && now-ks.s.Now > fl {
+		if fl := c.f.cfg.FlushInterval.Microseconds(); nodes > 1 && ks.have && now-ks.s.Now > fl {
 			d = d * float64(fl) / float64(now-ks.s.Now)
 		}
 		want = max(1, 2*d)

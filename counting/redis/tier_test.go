@@ -780,3 +780,45 @@ func TestShareWholeEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceFollowsDemand: once a key has a pace, a node is granted about
+// what it would spend before the budget runs out at the fleet's rate: a
+// node asking for 5% of the traffic gets about 5% of the headroom, not a
+// third; a key far from running out gets its share; a lone node, or a
+// key's first call, is not paced by rate.
+func TestPaceFollowsDemand(t *testing.T) {
+	p, err := newParams(Rule{Name: "p", Limit: counting.Limit{Period: time.Hour, Requests: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fl = 50_000 // µs
+	now := int64(1_800_000_000_000_000)
+	// 100 ms of a busy node's traffic at 1,350 events/s: 135 events.
+	s, e := p.step(State{}, estimate{}, call{delta: 1, want: 2, nodes: 3, flush: fl}, now)
+	if s.Grant != 2 {
+		t.Fatalf("first call granted %v, want what it asked for, 2", s.Grant)
+	}
+	s, e = p.step(s, e, call{delta: 133, nodes: 3, flush: fl}, now+100_000)
+	// A quiet node asks for twice its 3.75 events per flush interval.
+	q, _ := p.step(s, e, call{delta: 1, want: 7.5, nodes: 3, flush: fl}, now+100_000)
+	// rate 75/s; headroom 863 at 1,360/s: 0.63 s of it, 47 events.
+	if q.Grant < 40 || q.Grant > 55 {
+		t.Errorf("quiet node granted %v, want about 5%% of the 863 left (47)", q.Grant)
+	}
+	// The busy node asking at its rate gets its share (a third).
+	b, _ := p.step(s, e, call{delta: 1, want: 135, nodes: 3, flush: fl}, now+100_000)
+	if b.Grant != 287 {
+		t.Errorf("busy node granted %v, want its share 287", b.Grant)
+	}
+	// Far from running out (the same events over an hour's first ten
+	// minutes), the quiet node gets its share too.
+	far, _ := p.step(s, e, call{delta: 1, want: 7.5, nodes: 3, flush: fl}, now+600_000_000)
+	if far.Grant != 287 {
+		t.Errorf("a key far from its limit granted %v, want the share 287", far.Grant)
+	}
+	// A lone node is never paced.
+	lone, _ := p.step(s, e, call{delta: 1, want: 7.5, nodes: 1, flush: fl}, now+100_000)
+	if lone.Grant != 863 {
+		t.Errorf("lone node granted %v, want all 863 left", lone.Grant)
+	}
+}
