@@ -731,12 +731,14 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		}
 		allowance := f.cfg.ColdShare * c.p.capacity() / nodes
 		// Below one event per node (a limit under nodes/ColdShare), a
-		// node with peers admits nothing beyond its lease once its view
-		// shows less than half the capacity free (where grants are cut
-		// to what a node asks for, and the others' may have taken the
-		// rest since this view was read), unless it knows nothing of the
-		// key yet: a client's first request on a node does not wait.
-		exact := allowance < 1 && nodes > 1 && ks.have && r.Remaining < c.p.capacity()/2
+		// node with peers admits nothing beyond its lease to a stream of
+		// requests once its view shows less than half the capacity free
+		// (where grants are cut to what a node asks for, and the others'
+		// may have taken the rest since this view was read): the grant
+		// it asked for is a round trip away. A client's first request on
+		// a node, or a slow client's (more than slowGap flush intervals
+		// after its last), does not wait: for it a wait is a refusal.
+		exact := allowance < 1 && nodes > 1 && ks.have && !slow && r.Remaining < c.p.capacity()/2
 		allowance = max(1, allowance)
 		if healthy && !r.Exceeded && (exact || pending > 0 && pending+n > allowance) {
 			// No lease left, and this node's events beyond leases have

@@ -822,3 +822,47 @@ func TestPaceFollowsDemand(t *testing.T) {
 		t.Errorf("lone node granted %v, want all 863 left", lone.Grant)
 	}
 }
+
+// TestSlowClientBelowHalfNotRefused: with peers and a small limit, a node
+// waits for its grant rather than admit beyond its lease while a key's
+// requests stream in below half its capacity (exact admission), but a
+// slow client's request, whose node handed its idle lease back, is
+// admitted at once: for it a wait would be a refusal.
+func TestSlowClientBelowHalfNotRefused(t *testing.T) {
+	n := newTestNode(t, t0)
+	other, _ := newTestFleet(t, "b", n.st, &n.clock)
+	c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: time.Hour, Requests: 100}})
+	oc, err := other.Counter(c.Rule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flush := func() {
+		n.f.Flush(context.Background())
+		other.Flush(context.Background())
+	}
+	flush()
+	n.step(time.Second)
+	flush()
+	if live := n.f.Status().LiveNodes; live != 2 {
+		t.Fatalf("%d live nodes, want 2", live)
+	}
+	// The other node spends 60 of the 100.
+	for range 60 {
+		n.step(time.Millisecond)
+		if oc.Add(7, 1, n.clock.UnixNano()).Exceeded {
+			flush()
+		}
+	}
+	flush()
+	// A slow client on this node: a request every second, each after the
+	// node has handed back its idle lease. None is refused.
+	for i := range 10 {
+		n.step(time.Second)
+		if r := c.Add(7, 1, n.clock.UnixNano()); r.Exceeded {
+			t.Fatalf("slow request %d refused (remaining %v) with %v of 100 used", i, r.Remaining, 60+i)
+		}
+		flush()
+		n.step(2 * DefaultFlushInterval)
+		flush()
+	}
+}
