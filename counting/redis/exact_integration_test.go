@@ -3,7 +3,10 @@
 package redis
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -163,6 +166,62 @@ func TestSkewedTrafficSpendsTheBudget(t *testing.T) {
 			}
 			if float64(over) > 0.01*float64(exact)+3*keys {
 				t.Errorf("over-admission %.2f%%, want at most 1%% (+3 events a key)", 100*float64(over)/float64(exact))
+			}
+		})
+	}
+}
+
+// TestScriptsPaceAsModel: the scripts pace grants as params.step does, on
+// a real redis-server: a key's first call gets what it asks for, and asks
+// made microseconds after a burst of 200 events are cut to the asker's
+// pace (below its share), the same in Redis as in the model.
+func TestScriptsPaceAsModel(t *testing.T) {
+	srv := redistest.Start(t, 0)
+	c := dial(t, Options{Addresses: []string{srv.Addr}})
+	for _, alg := range []counting.Algorithm{counting.SlidingWindow, counting.FixedWindow, counting.TokenBucket, counting.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			r := Rule{Name: "pace" + alg.String(), Limit: counting.Limit{Algorithm: alg, Period: time.Hour, Requests: 1000}}
+			p, err := newParams(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := "guardd:{" + r.Name + ":1}"
+			const fl = 50_000
+			var model State
+			var est estimate
+			paced := false
+			for i, a := range []call{
+				{delta: 1, want: 2, nodes: 3, flush: fl},
+				{delta: 200, nodes: 3, flush: fl},
+				{delta: 1, want: 3, nodes: 3, flush: fl},
+				{delta: 1, want: 400, nodes: 3, flush: fl},
+			} {
+				st, errs := make([]State, 1), make([]error, 1)
+				op := Op{Alg: alg, Key: key, Delta: a.delta, Want: a.want, Nodes: a.nodes, Flush: a.flush,
+					Period: p.period, Limit: p.limit, Burst: p.burst, Member: "m"}
+				if err := c.Apply(context.Background(), []Op{op}, st, errs); err != nil {
+					t.Fatal(err)
+				}
+				got := st[0]
+				before := model
+				model, est = p.step(model, est, a, got.Now)
+				if math.Abs(got.Grant-model.Grant) > 1e-9 {
+					t.Fatalf("step %d %+v: redis granted %v, model %v", i, a, got.Grant, model.Grant)
+				}
+				h := p.capacity() - p.usage(p.advance(before, got.Now), got.Now) - a.delta
+				if unpaced := share(h, p.capacity(), 0, a.want, a.nodes); a.want > 0 && got.Grant < unpaced {
+					paced = true
+				}
+				t.Logf("step %d: granted %v", i, got.Grant)
+				model = got
+				v1, _ := srv.Cmd("HGET", key, "ef")
+				v2, _ := srv.Cmd("HGET", key, "en")
+				f, _ := strconv.ParseFloat(v1, 64)
+				est.since = int64(f)
+				est.n, _ = strconv.ParseFloat(v2, 64)
+			}
+			if !paced {
+				t.Error("no grant was paced below the share")
 			}
 		})
 	}
