@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // lineWriter is a Writer that keeps the lines; while gate is set, it waits
@@ -195,7 +197,21 @@ func hostname(t *testing.T) string {
 // either read or counted as dropped.
 func TestDroppedDatagrams(t *testing.T) {
 	w := &lineWriter{gate: make(chan struct{})}
-	s := start(t, Config{Listen: []Addr{mustAddr(t, "udp:127.0.0.1:0")}, ReadBuffer: 4096, QueueBytes: 1024, MaxMessage: 512}, w)
+	reg := prometheus.NewRegistry()
+	s := start(t, Config{Listen: []Addr{mustAddr(t, "udp:127.0.0.1:0")}, ReadBuffer: 4096, QueueBytes: 1024, MaxMessage: 512, Registerer: reg}, w)
+	metric := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "guardd_syslog_dropped_datagrams_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no guardd_syslog_dropped_datagrams_total")
+		return 0
+	}
 	c, err := net.DialUDP("udp", nil, s.Addrs()[0].(*net.UDPAddr))
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +221,7 @@ func TestDroppedDatagrams(t *testing.T) {
 	for i := range sent {
 		fmt.Fprintf(c, "<190>Nov 28 04:00:00 web-1 nginx: line %d", i)
 	}
-	waitFor(t, "drops counted while the reader is stopped", func() bool { return s.Stats(UDP).Dropped > 0 })
+	waitFor(t, "drops in the metric while the reader is stopped", func() bool { return metric() > 0 })
 	stopped := s.Stats(UDP)
 	close(w.gate)
 	waitFor(t, "every datagram read or counted as dropped", func() bool {
@@ -213,6 +229,9 @@ func TestDroppedDatagrams(t *testing.T) {
 		return st.Messages+st.Dropped == sent && int64(len(w.snapshot())) == st.Messages
 	})
 	st := s.Stats(UDP)
+	if m := metric(); m != float64(st.Dropped) {
+		t.Errorf("metric %v, stats %d", m, st.Dropped)
+	}
 	t.Logf("stopped: %+v; in the end %d read, %d dropped", stopped, st.Messages, st.Dropped)
 }
 
