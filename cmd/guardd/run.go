@@ -543,7 +543,7 @@ func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 			diff("decision.in_flight_timeout", o.Decision.InFlightTimeout != n.Decision.InFlightTimeout)
 			diff("shedding", !reflect.DeepEqual(o.Shedding, n.Shedding))
 			diff("admin", o.Admin != n.Admin)
-			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
+			diff("sources", !reflect.DeepEqual(o.Sources, n.Sources))
 			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)
 			diff("mitigation.max_entries", o.Mitigation.MaxEntries != n.Mitigation.MaxEntries)
 			diff("fingerprint", !reflect.DeepEqual(o.Fingerprint, n.Fingerprint))
