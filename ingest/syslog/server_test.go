@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,5 +259,36 @@ func TestParseAddr(t *testing.T) {
 		if err != nil || a.String() != tt.want {
 			t.Errorf("%s: %v %v", tt.in, a, err)
 		}
+	}
+}
+
+// TestPutAllocs: parsing a message and queueing it costs no allocation
+// once the queue's buffers have grown, and neither does handing a batch
+// over.
+func TestPutAllocs(t *testing.T) {
+	s, err := New(Config{Listen: []Addr{mustAddr(t, "udp:127.0.0.1:0")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.listeners[0]
+	msg := []byte("<190>Nov 28 04:00:00 web-1 nginx: " + accessLine)
+	peer := netip.MustParseAddr("127.0.0.1")
+	var m Message
+	var spare queued
+	round := func() {
+		for range 100 {
+			s.put(l, msg, peer, &m)
+		}
+		b, _ := s.q.take(&spare)
+		spare = b
+	}
+	round()
+	round()
+	if n := testing.AllocsPerRun(50, round); n != 0 {
+		t.Fatalf("%v allocations per 100 messages", n)
+	}
+	// Two rounds, AllocsPerRun's warm-up and its 50.
+	if st := s.Stats(UDP); st.Messages != 53*100 {
+		t.Fatalf("stats %+v", st)
 	}
 }
