@@ -231,13 +231,15 @@ func call(s string, i int) Mask {
 		return 0
 	}
 	switch s[j-1] {
-	case ')', ']':
-		if j == i { // adjacent: (f)(x), [f][0](x)
+	case ')', ']', '}':
+		// (f)(x), [f][0](x), (string){[f][0]} (x); a space apart only when
+		// the call's argument is quoted or ends in ')' and ';'
+		if j == i || phpArgs(s[i:]) {
 			return 1 << PHPInjection
 		}
 		return 0
 	case '"', '\'':
-		if j == i && j >= 2 && isIdent(s[j-2]) { // "system"(x), 'sys'.'tem'(x)
+		if j >= 2 && isIdent(s[j-2]) && (j == i || phpArgs(s[i:])) { // "system"(x), 'sys'.'tem'(x)
 			return 1 << PHPInjection
 		}
 		return 0
@@ -272,4 +274,17 @@ func call(s string, i int) Mask {
 		return 1 << c
 	}
 	return 0
+}
+
+// phpArgs reports whether s, from a '(', is a call's argument list that
+// ends a PHP statement: "( ls );", "('uname');".
+func phpArgs(s string) bool {
+	for k := 1; k < len(s) && k < 64; k++ {
+		if s[k] == ')' {
+			for k++; k < len(s) && isSpace(s[k]); k++ {
+			}
+			return k < len(s) && s[k] == ';'
+		}
+	}
+	return false
 }

@@ -156,7 +156,7 @@ func patterns() []pattern {
 		"#>>", "' ? '", "' ?| ", "' ?& ", "@@ '", "@? '", "' #-", " || '", "string_to_array(", "waitfor delay",
 		"having 1=1", "' or ''='", "or true--", "' and sleep", "if(length(", "union(select", "),(select",
 		"select+", "convert(int", "cast(0x", "db_name(", "user_name(", "current_user", "@@datadir",
-		"sqlite_master", "pg_catalog", "load_extension(", "exp(~", "rlike (select", "procedure analyse",
+		"sqlite_master", "pg_catalog", "'$.", "' < '", "' > '", "load_extension(", "exp(~", "rlike (select", "procedure analyse",
 	)
 	add(XSSProbe,
 		"<script", "&lt;script", "</script", "&lt;/script", "javascript:alert", "document.cookie",

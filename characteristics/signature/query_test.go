@@ -16,6 +16,8 @@ func TestScanCode(t *testing.T) {
 		{"(sy.(st).em)('uname');", PHPInjection},
 		{`"system"(ls);`, PHPInjection},
 		{"[system][0](ls);", PHPInjection},
+		{`( string ) "sys"."t"."em" ('uname');`, PHPInjection},
+		{"[ system ] [ 0 ] ( ls );", PHPInjection},
 		{"exec /*comment*/ ()", PHPInjection},
 		{"subSTR($x)", PHPInjection},
 		{"new Function (", NodeInjection},

@@ -11,14 +11,18 @@
 #   more than 255 arguments or a 100-byte name; a method no site serves; a
 #   bogus HTTP version or none; a backup or key file's extension. A person's
 #   browser passes the challenge; anything else asked for (an API call, a
-#   download) is only logged. Strong signs in other places are
-#   exploit_payload's, injection's and sqli_probe's, which block.
+#   download) is only logged. Each trip also adds 4 to the client's anomaly
+#   score, below the score's challenge (5) alone: with another weak signal
+#   of another rule the score challenges every request, and blocks as
+#   signals pile up. Strong signs in other places are exploit_payload's,
+#   injection's and sqli_probe's, which block.
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
 #   requests_per_period: 0.5
 #   action: challenge
 #   challenge_fallback: log
+#   anomaly_score: 4
 #   mitigation_timeout: 30m
 #   algorithm: sliding_window
 package guardd.rules.payload_doubt
@@ -34,6 +38,23 @@ count if guardd.signature(input.http.norm.referer, "log4shell|java_injection|she
 count if guardd.signature(input.http.norm.user_agent, "xss_probe|sqli_probe|php_injection|node_injection")
 
 count if guardd.signature(input.http.norm.path, "sqli_probe|xss_probe|node_injection")
+
+# From paranoia level 2 (rules.paranoia), any payload class in the referer,
+# and command injection in the path and the user agent's other classes.
+count if {
+	data.guardd.config.paranoia >= 2
+	guardd.signature(input.http.norm.referer, "php_injection|cmdi|rfi|lfi|ssrf_metadata|xss_probe|node_injection|sqli_probe")
+}
+
+count if {
+	data.guardd.config.paranoia >= 2
+	guardd.signature(input.http.norm.path, "cmdi|traversal")
+}
+
+count if {
+	data.guardd.config.paranoia >= 2
+	guardd.signature(input.http.norm.user_agent, "cmdi|rfi|lfi|ssrf_metadata")
+}
 
 # Methods of HTTP, WebDAV, CalDAV and UPnP's discovery that sites serve or
 # refuse; another (FOO, TEST, a 22-letter word) is a probe of the server.
@@ -71,6 +92,11 @@ count if {
 	startswith(input.http.path, "/")
 	not input.http.protocol
 }
+
+# A session id in the query: a link made to fix a victim's session.
+count if contains(lower(input.http.query), "jsessionid=")
+
+count if contains(lower(input.http.query), "phpsessid=")
 
 count if strings.any_suffix_match(lower(input.http.norm.path), {
 	".bak", ".old", ".orig", ".save", ".swp", ".swo", ".tmp", ".backup", "~", ".db", ".rdb",

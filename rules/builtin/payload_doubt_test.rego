@@ -37,6 +37,7 @@ test_weak_shapes if {
 		object.union(req("GET", "/", "", null, browser, ""), {"source": "nginx_log"}),
 		get("/get/foo.bak", ""),
 		get("/index.php~", ""),
+		get("/login.php", "jsessionid=74B0CB414BD77D"),
 	] {
 		rule.count with input as r
 	}
@@ -57,4 +58,9 @@ test_ignores_ordinary_requests if {
 	] {
 		not rule.count with input as r
 	}
+}
+
+test_paranoia_two if {
+	not rule.count with input as req("GET", "/", "", "HTTP/1.1", browser, "https://x.example/?q=select+*+from+t")
+	rule.count with input as req("GET", "/", "", "HTTP/1.1", browser, "https://x.example/?q=select+*+from+t") with data.guardd.config.paranoia as 2
 }
