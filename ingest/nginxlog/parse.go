@@ -63,6 +63,7 @@ func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 
 // parse is Parse's general path, for any format and any line.
 func (f *Format) parse(line []byte, e *characteristics.Event) error {
+	line = f.trimEnd(line) // again when called by ParseCache: a byte's test
 	e.Reset()
 	e.Source = characteristics.SourceNginxLog
 	if len(line) > 1<<30 {
