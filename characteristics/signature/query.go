@@ -99,7 +99,7 @@ func scanQuery(q string, text bool) Mask {
 			continue
 		}
 		d := decodeInto(bp, s)
-		m |= Scan(d)
+		m |= Scan(d) | shellUnquoted(d)
 		if !text {
 			m |= decodedShape(d)
 		}
@@ -252,4 +252,44 @@ func decodedShape(d string) Mask {
 		}
 	}
 	return m | 1<<InvalidUTF8
+}
+
+// shellUnquoted returns CMDi when d, read as a shell would join its words,
+// holds a command fragment: empty quotes (” ""), backslashes and unset
+// variables ($u, ${x}) split a command name for a matcher but not for the
+// shell (ti”me, w\get, sh$XX -c, |$u wget). Values without those bytes,
+// and values over 512 bytes, cost a byte scan.
+func shellUnquoted(d string) Mask {
+	if len(d) > 512 || strings.IndexAny(d, `'"\$`) < 0 {
+		return 0
+	}
+	var buf [512]byte
+	n := 0
+	changed := false
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		switch {
+		case (c == '\'' || c == '"') && i+1 < len(d) && d[i+1] == c:
+			i++
+			changed = true
+			continue
+		case c == '\\':
+			changed = true
+			continue
+		case c == '$' && i+1 < len(d) && (isLetter(d[i+1]) || d[i+1] == '_'):
+			j := i + 1
+			for j < len(d) && isIdent(d[j]) {
+				j++
+			}
+			i = j - 1
+			changed = true
+			continue
+		}
+		buf[n] = c
+		n++
+	}
+	if !changed {
+		return 0
+	}
+	return matcher().scan(unsafe.String(&buf[0], n)) & (1 << CMDi)
 }

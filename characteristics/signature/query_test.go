@@ -74,6 +74,10 @@ func TestScanQuery(t *testing.T) {
 		{strings.Repeat("x", 101) + "=1", 1 << Overflow, 0},
 		{strings.Repeat("a=1&", 256), 1 << Overflow, 0},
 		{"m=x&lt;script&gt;", 1 << XSSProbe, 0},
+		{"foo=ti''me+sh+-c+id", 1 << CMDi, 0},
+		{"test=%7C%24u%20wget%20test", 1 << CMDi, 0},
+		{"c=w\\get+http://x/", 1 << CMDi, 0},
+		{"price=%245+off&name=O''Brien", 0, 0},
 	}
 	for _, tt := range tests {
 		if got := ScanQuery(tt.q); got != tt.code {
@@ -92,7 +96,7 @@ func TestScanQueryAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
-	for _, q := range []string{"id=1%27%20or%20%271%27=%271", "q=%253Cscript%253E&page=2", "a=%u9090%u6858", "plain=1&b=2"} {
+	for _, q := range []string{"id=1%27%20or%20%271%27=%271", "q=%253Cscript%253E&page=2", "a=%u9090%u6858", "plain=1&b=2", "c=w%5Cget+%24u+x"} {
 		if n := testing.AllocsPerRun(50, func() { ScanQuery(q); ScanQueryText(q) }); n != 0 {
 			t.Errorf("ScanQuery(%q) allocates %v", q, n)
 		}
