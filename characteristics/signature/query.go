@@ -255,10 +255,10 @@ func decodedShape(d string) Mask {
 }
 
 // shellUnquoted returns CMDi when d, read as a shell would join its words,
-// holds a command fragment: empty quotes (” ""), backslashes and unset
-// variables ($u, ${x}) split a command name for a matcher but not for the
-// shell (ti”me, w\get, sh$XX -c, |$u wget). Values without those bytes,
-// and values over 512 bytes, cost a byte scan.
+// holds a command fragment: empty quotes (a pair of single or of double
+// quotes), backslashes and unset variables ($u, $XX) split a command name
+// for a matcher but not for the shell ("w\get", "sh$XX -c", "|$u wget").
+// Values without those bytes, and values over 512 bytes, cost a byte scan.
 func shellUnquoted(d string) Mask {
 	if len(d) > 512 || strings.IndexAny(d, `'"\$`) < 0 {
 		return 0
