@@ -306,6 +306,11 @@ type RulesConfig struct {
 	// case. The list replaces the built-in one; empty keeps the built-in
 	// one (docs/rules.md).
 	LoginPaths []string `yaml:"login_paths"`
+	// Paranoia is the OWASP CRS-style paranoia level of the built-in
+	// payload rules, 1 to 4 (0 means 1): each level turns on more signature
+	// classes and makes doubtful matches count for more, at the cost of
+	// more false positives (docs/rules.md, payload_doubt).
+	Paranoia int `yaml:"paranoia"`
 }
 
 // CharacteristicsConfig configures enrichment.
@@ -490,6 +495,9 @@ func (c *Config) Validate() error {
 		if err := rules.CheckLoginPath(p); err != nil {
 			return fieldErrorf(fmt.Sprintf("rules.login_paths[%d]", i), "%v", err)
 		}
+	}
+	if err := rules.CheckParanoia(c.Rules.Paranoia); err != nil {
+		return fieldErrorf("rules.paranoia", "%v", err)
 	}
 	if _, err := c.Scoring.Scorer(c.Characteristics.PrefixV4, c.Characteristics.PrefixV6); err != nil {
 		return fieldErrorf("scoring", "%v", err)

@@ -34,6 +34,7 @@ var badConfigs = map[string]string{
 	"login-relative.bad.yml":    `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
 	"login-empty.bad.yml":       "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
 	"syslog-listen.bad.yml":     `syslog-listen.bad.yml:5: sources.syslog.listen[1]: "unix:/run/guardd/nginx.sock": want "unixgram:/path/to.sock", "udp:ADDRESS:PORT" or "tcp:ADDRESS:PORT"`,
+	"paranoia.bad.yml":          "paranoia.bad.yml:2: rules.paranoia: paranoia 5: want 1 (the default",
 }
 
 func TestConfigFiles(t *testing.T) {

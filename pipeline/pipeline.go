@@ -50,7 +50,7 @@ type BuildOptions struct {
 // Build loads the rules and opens the enricher of cfg. Nothing of it is used
 // until it is handed to Run or a Holder.
 func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
-	ropts := rules.Options{Logger: opts.Logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: opts.Registerer, LoginPaths: cfg.Rules.LoginPaths}
+	ropts := rules.Options{Logger: opts.Logger, EvalTimeout: cfg.Rules.EvalTimeout, Registerer: opts.Registerer, LoginPaths: cfg.Rules.LoginPaths, Paranoia: cfg.Rules.Paranoia}
 	var sets []*rules.Set
 	if !cfg.Rules.DisableBuiltin {
 		s, err := rules.Builtin(ropts)

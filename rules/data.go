@@ -44,6 +44,15 @@ func CheckLoginPath(p string) error {
 	return nil
 }
 
+// CheckParanoia reports whether p is a paranoia level: 1 to 4, or 0 for
+// the default, 1.
+func CheckParanoia(p int) error {
+	if p < 0 || p > 4 {
+		return fmt.Errorf("paranoia %d: want 1 (the default: what no site's visitors send), 2, 3 or 4 (more signature classes, more false positives)", p)
+	}
+	return nil
+}
+
 // dataModule is the module `package guardd.config` that gives rules the
 // configured values as constants, so that partial evaluation folds them into
 // the native predicates:
@@ -51,11 +60,15 @@ func CheckLoginPath(p string) error {
 //	data.guardd.config.login_paths     exact paths (lower case)
 //	data.guardd.config.login_prefixes  prefixes ("/prefix/*" less the *)
 //	data.guardd.config.login_suffixes  ends ("*/end" less the *)
+//	data.guardd.config.paranoia        1 to 4 (CheckParanoia)
 //
 // login is validated with CheckLoginPath; nil or empty is DefaultLoginPaths.
-func dataModule(login []string) (*ast.Module, error) {
+func dataModule(login []string, paranoia int) (*ast.Module, error) {
 	if len(login) == 0 {
 		login = DefaultLoginPaths
+	}
+	if err := CheckParanoia(paranoia); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
 	}
 	exact, prefixes, suffixes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i, p := range login {
@@ -89,5 +102,6 @@ func dataModule(login []string) (*ast.Module, error) {
 		}
 		fmt.Fprintf(&b, "%s := {%s}\n", s.name, strings.Join(keys, ", "))
 	}
+	fmt.Fprintf(&b, "paranoia := %d\n", max(paranoia, 1))
 	return ast.ParseModuleWithOpts("guardd.config", b.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
 }

@@ -132,6 +132,10 @@ type Options struct {
 	// LoginPaths are given to rules as data.guardd.config.login_* (see
 	// dataModule); nil means DefaultLoginPaths.
 	LoginPaths []string
+	// Paranoia is given to rules as data.guardd.config.paranoia: 1 to 4, as
+	// the OWASP CRS's paranoia levels, each turning on more signature
+	// classes (and more false positives); 0 means 1.
+	Paranoia int
 }
 
 // Error is one problem found at load, located in a rule file.
@@ -315,7 +319,7 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 			modules[src.file] = src.module
 		}
 	}
-	data, err := dataModule(opts.LoginPaths)
+	data, err := dataModule(opts.LoginPaths, opts.Paranoia)
 	if err != nil {
 		return nil, err
 	}

@@ -439,7 +439,9 @@ func (tr *translator) cost(e *ast.Expr) int {
 			c = 20
 		case "guardd.signature":
 			c = 8
-		case "guardd.sqli", "guardd.xss", "guardd.query_sqli", "guardd.query_xss":
+		case "guardd.query_signature", "guardd.text_signature":
+			c = 12
+		case "guardd.sqli", "guardd.xss", "guardd.query_sqli", "guardd.query_xss", "guardd.text_injection":
 			c = 30
 		}
 	} else if t, ok := e.Terms.(*ast.Term); ok {
@@ -634,7 +636,8 @@ func (tr *translator) positive(e *ast.Expr) (cond, condSig, error) {
 		if len(args) == 2 {
 			return tr.cidr(args[0], args[1])
 		}
-	case "guardd.signature", "guardd.sqli", "guardd.xss", "guardd.query_sqli", "guardd.query_xss":
+	case "guardd.signature", "guardd.query_signature", "guardd.text_signature",
+		"guardd.sqli", "guardd.xss", "guardd.query_sqli", "guardd.query_xss", "guardd.text_injection":
 		return tr.guarddCall(op, args)
 	}
 	return nil, condSig{}, unsup("built-in %s with %d operands is not compiled natively", op, len(args))

@@ -53,7 +53,8 @@ func requestTimeWhy(m *ast.Module, r *Rule) (ok bool, line int, why string) {
 				ok, why = false, ref.String()+" is not known when a request arrives"
 			}
 		case ref.HasPrefix(ast.DefaultRootRef):
-			if !ref.HasPrefix(m.Package.Path) {
+			// The configuration's constants (dataModule) are known at load.
+			if !ref.HasPrefix(m.Package.Path) && !ref.HasPrefix(configRef) {
 				ok, why = false, ref.String()+" is outside the rule's package and may read anything"
 			}
 		}
@@ -64,6 +65,9 @@ func requestTimeWhy(m *ast.Module, r *Rule) (ok bool, line int, why string) {
 	})
 	return ok, line, why
 }
+
+// configRef is data.guardd.config, the configuration's constants.
+var configRef = ast.MustParseRef("data." + dataPackage)
 
 func locRow(l *ast.Location) int {
 	if l == nil {

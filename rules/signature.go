@@ -19,33 +19,51 @@ import (
 //
 //	guardd.signature(s, classes)  s holds a fragment of one of the payload classes
 //	                              (signature.ClassNames, several separated by |)
+//	guardd.query_signature(q, classes)  the same over the arguments of the raw query q
+//	                              that are not free text, with the query's shape
+//	                              (signature.ScanQuery)
+//	guardd.text_signature(q, classes)   the same over its free-text arguments (a
+//	                              search box, a dashboard's query language)
 //	guardd.sqli(s), guardd.xss(s)               libinjection over s
-//	guardd.query_sqli(q), guardd.query_xss(q)   libinjection over each decoded value of the raw query q
+//	guardd.query_sqli(q), guardd.query_xss(q)   libinjection over each decoded value of the raw
+//	                                            query q but the free-text ones
+//	guardd.text_injection(q)                    libinjection (SQL or XSS) over the free-text ones
 var guarddUnary = map[string]func(string) bool{
-	"guardd.sqli":       signature.SQLi,
-	"guardd.xss":        signature.XSS,
-	"guardd.query_sqli": signature.QuerySQLi,
-	"guardd.query_xss":  signature.QueryXSS,
+	"guardd.sqli":           signature.SQLi,
+	"guardd.xss":            signature.XSS,
+	"guardd.query_sqli":     signature.QuerySQLi,
+	"guardd.query_xss":      signature.QueryXSS,
+	"guardd.text_injection": signature.TextInjection,
+}
+
+// guarddScans are the built-ins that return a class mask: what a field or
+// a query holds.
+var guarddScans = map[string]func(string) signature.Mask{
+	"guardd.signature":       signature.Scan,
+	"guardd.query_signature": signature.ScanQuery,
+	"guardd.text_signature":  signature.ScanQueryText,
 }
 
 func init() {
-	rego.RegisterBuiltin2(&rego.Function{
-		Name:        "guardd.signature",
-		Description: "Reports whether the string holds a fragment of one of the attack payload classes (" + strings.Join(signature.ClassNames(), ", ") + "; several separated by |), ASCII case ignored.",
-		Decl:        types.NewFunction(types.Args(types.Named("s", types.S), types.Named("class", types.S)), types.Named("result", types.B)),
-		Memoize:     true,
-	}, func(_ rego.BuiltinContext, s, class *ast.Term) (*ast.Term, error) {
-		str, ok1 := s.Value.(ast.String)
-		cl, ok2 := class.Value.(ast.String)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("guardd.signature: want two strings")
-		}
-		m, ok := signature.ParseClasses(string(cl))
-		if !ok {
-			return nil, fmt.Errorf("guardd.signature: unknown class in %q; accepted: %s, separated by |", cl, strings.Join(signature.ClassNames(), ", "))
-		}
-		return ast.BooleanTerm(signature.Scan(string(str))&m != 0), nil
-	})
+	for name, scan := range guarddScans {
+		rego.RegisterBuiltin2(&rego.Function{
+			Name:        name,
+			Description: "Reports whether the string holds a fragment of one of the attack payload classes (" + strings.Join(signature.ClassNames(), ", ") + "; several separated by |), ASCII case ignored.",
+			Decl:        types.NewFunction(types.Args(types.Named("s", types.S), types.Named("class", types.S)), types.Named("result", types.B)),
+			Memoize:     true,
+		}, func(_ rego.BuiltinContext, s, class *ast.Term) (*ast.Term, error) {
+			str, ok1 := s.Value.(ast.String)
+			cl, ok2 := class.Value.(ast.String)
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("%s: want two strings", name)
+			}
+			m, ok := signature.ParseClasses(string(cl))
+			if !ok {
+				return nil, fmt.Errorf("%s: unknown class in %q; accepted: %s, separated by |", name, cl, strings.Join(signature.ClassNames(), ", "))
+			}
+			return ast.BooleanTerm(scan(string(str))&m != 0), nil
+		})
+	}
 	for name, f := range guarddUnary {
 		rego.RegisterBuiltin1(&rego.Function{
 			Name:        name,
@@ -82,21 +100,21 @@ func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, er
 	var slotKey string
 	var compute func(string) signature.Mask
 	switch {
-	case op == "guardd.signature":
+	case guarddScans[op] != nil:
 		if len(args) != 2 {
 			return nil, condSig{}, unsup("%s with %d operands", op, len(args))
 		}
 		cl, ok := constString(args[1])
 		if !ok {
-			return nil, condSig{}, unsup("guardd.signature with a non-constant class")
+			return nil, condSig{}, unsup("%s with a non-constant class", op)
 		}
 		m, ok := signature.ParseClasses(cl)
 		if !ok {
-			return nil, condSig{}, unsup("guardd.signature: unknown class in %q; accepted: %s, separated by |", cl, strings.Join(signature.ClassNames(), ", "))
+			return nil, condSig{}, unsup("%s: unknown class in %q; accepted: %s, separated by |", op, cl, strings.Join(signature.ClassNames(), ", "))
 		}
 		bit = m
-		slotKey = "guardd.signature"
-		compute = signature.Scan
+		slotKey = op
+		compute = guarddScans[op]
 	case guarddUnary[op] != nil:
 		if len(args) != 1 {
 			return nil, condSig{}, unsup("%s with %d operands", op, len(args))
@@ -132,7 +150,8 @@ func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, er
 	slot := slotFor(slotKey + "(" + operandName(o) + ")")
 	// A field whose conditions a plan remembers per value needs no memo of
 	// its own scans.
-	memo := slotKey == "guardd.signature" && sourceOf(o.c) == srcNone
+	memo := guarddScans[slotKey] != nil && sourceOf(o.c) == srcNone
+	salt := maphash.String(sigSeed, slotKey) // one value scanned by two built-ins is two entries
 	return func(e *characteristics.Event, st *state) bool {
 		if slot >= len(st.gens) {
 			st.grow(slot)
@@ -142,7 +161,7 @@ func (tr *translator) guarddCall(op string, args []*ast.Term) (cond, condSig, er
 			var m signature.Mask
 			if ok && v != "" {
 				if memo {
-					m = st.scan(v, compute)
+					m = st.scan(v, salt, compute)
 				} else {
 					m = compute(v)
 				}
@@ -167,15 +186,15 @@ const sigMemoSize = 4096
 var sigSeed = maphash.MakeSeed()
 
 // scan returns compute(v), remembering results across events by a 64-bit
-// keyed hash of v and its length.
-func (st *state) scan(v string, compute func(string) signature.Mask) signature.Mask {
+// keyed hash of v (mixed with salt, which names compute) and its length.
+func (st *state) scan(v string, salt uint64, compute func(string) signature.Mask) signature.Mask {
 	if len(v) < sigMemoMin {
 		return compute(v)
 	}
 	if st.sigMemo == nil {
 		st.sigMemo = new([sigMemoSize]sigMemoEntry)
 	}
-	h := maphash.String(sigSeed, v) | 1 // 0 marks an empty entry
+	h := (maphash.String(sigSeed, v) ^ salt) | 1 // 0 marks an empty entry
 	e := &st.sigMemo[h%sigMemoSize]
 	if e.hash == h && e.len == uint32(len(v)) {
 		return e.mask

@@ -49,7 +49,7 @@ func Test(fsys fs.FS) ([]TestResult, error) {
 	if len(errs) > 0 {
 		return nil, errs.err()
 	}
-	data, err := dataModule(nil)
+	data, err := dataModule(nil, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -187,6 +187,7 @@ func (g *gen) benignClasses() {
 				path: "/data/migrations/" + strconv.Itoa(k+1) + ".sql", status: 200, ua: browserUAs[1], ja4: browserJA4s[1], ref: "https://shop.example/app"})
 		}
 	}
+	g.payloadLookalikes() // classes_payload.go
 }
 
 // Library and headless fingerprints, as characteristics/bots' table has

@@ -21,12 +21,22 @@ func patterns() []pattern {
 	add(RFI,
 		"php://input", "php://filter", "phar://", "expect://", "data://text", "zip://",
 		"glob://", "rfiinc.txt", "allow_url_include", "auto_prepend_file",
+		"ssh2.exec://", "ssh2.shell://", "ssh2.tunnel://", "ssh2.sftp://", "ssh2.scp://", "ogg://", "rar://",
+		"compress.zlib://", "compress.bzip2://", "gopher://", "dict://", "jar:http",
 	)
 	add(CMDi,
 		"${ifs}", "$ifs$", ";wget ", "|wget ", "`wget ", "wget http", "wget -", "curl http", ";curl ", "|curl ",
 		"/bin/sh", "/bin/bash", "/bin/busybox", "/bin/zsh", "cmd.exe", "powershell", "rm -rf", "chmod +x",
 		"chmod 777", "nc -e", "/dev/tcp/", ";cat /", "|cat /", "`id`", "$(id)", ";id;", "|id;", "; id",
 		"| sh", "|sh;", ";sh ", ";touch ", "|touch ", "`touch ", "$(echo", "base64 -d", "tftp -g", "/tmp/;", "mkfifo",
+		"whoami", "sh -c ", "bash -c ", "uname -a", ";uname", "|uname", "| wget", "; wget", "&& wget", "| curl",
+		"; curl", "/dev/udp/", ">&/dev", ">& /dev", "0>&1", "/usr/bin/", "/usr/sbin/", "/bin/nc", "nc -l",
+		"ncat ", "netcat ", "socat ", "telnet ", "/tmp/.", ";env", ";set", "; env", "$ifs", "\\${ifs",
+		// Windows: PowerShell and the binaries attackers live off
+		"invoke-webrequest", "invoke-expression", "invoke-restmethod", "iex(", ";iwr ", "|iwr ", "iwr http",
+		"iwmi ", "win32_process", "downloadstring", "downloadfile", "-encodedcommand", "-enc ", "certutil",
+		"mshta", "bitsadmin", "regsvr32", "rundll32", "bcdboot", "bcdedit", "vssadmin", "wmic ", "cscript ",
+		"wscript ", "schtasks", "net user ", "net localgroup", "reg add ", "cmd /c", "cmd.exe /c",
 	)
 	add(Log4Shell,
 		"${jndi:", "${${", "${lower:", "${upper:", "${::-", "${env:", "${sys:", "${date:",
@@ -48,6 +58,8 @@ func patterns() []pattern {
 		"proc_open(", "pcntl_exec", "phpinfo()", "<?php", "<?=", "die(md5", "file_put_contents",
 		"fwrite(", "preg_replace", "create_function", "md5(", "print(md5", "-d allow_url",
 		"__halt_compiler", "$_get[", "$_post[", "$_request[", "$_server[",
+		"<?", "[php]", "[/php]", "{php}", "{/php}", "[\\php]", "$_cookie[", "$_files[", "$_env[", "$globals[",
+		"php://stdin", "php://memory", "php://temp", "o:8:\"stdclass", "a:1:{",
 	)
 	add(Shellshock, "() {", "(){")
 	add(SSRFMetadata,
@@ -91,6 +103,10 @@ func patterns() []pattern {
 		"/.wp-config", "/web.config", "/id_rsa", "/id_dsa", "/id_ecdsa", "/id_ed25519",
 		"/phpinfo.php", "/credentials.json", "/.user.ini", "/server.key", "/sftp-config.json",
 		"/.ftpconfig", "/.well-known/security.txt~", "/wp-config.php",
+		// AI coding assistants' and automation tools' settings, with keys inside
+		"/.claude/", "/.cursor/", "/.roo/", "/.zed/", "/.opencode/", "/.plandex/", "/.fabric/", "/.n8n/",
+		"/.junie/", "/.continue/", "/.aider", "/.codeium/", "/.windsurf", "/.gemini/", "/.copilot/",
+		"/.cline", "/.mcp.json", "/mcp.json", "/privkey.pem", "/letsencrypt/", "/dump.rdb", "/.pem",
 	)
 	// Leftovers a site may really serve (a migration's .sql, a download's
 	// .zip): rules act on them only when the site does not have them.
@@ -136,10 +152,25 @@ func patterns() []pattern {
 		"updatexml(", "load_file(", "into outfile", "into dumpfile", "group_concat(", "concat(0x",
 		"0x7e", "char(58", "sysobjects", "xp_cmdshell", "dbms_pipe", "utl_inaddr", "' --", "'--",
 		"order by 1--", "/**/", "select * from", "select count(", "version()--",
+		"/*!", "/*+", "'::json", "::jsonb", "json_extract(", "jsonb_", "' @>", "'@>", "<@ '", "' ->", "->> ",
+		"#>>", "' ? '", "' ?| ", "' ?& ", "@@ '", "@? '", "' #-", " || '", "string_to_array(", "waitfor delay",
+		"having 1=1", "' or ''='", "or true--", "' and sleep", "if(length(", "union(select", "),(select",
+		"select+", "convert(int", "cast(0x", "db_name(", "user_name(", "current_user", "@@datadir",
+		"sqlite_master", "pg_catalog", "'$.", "' < '", "' > '", "load_extension(", "exp(~", "rlike (select", "procedure analyse",
 	)
 	add(XSSProbe,
 		"<script", "&lt;script", "</script", "&lt;/script", "javascript:alert", "document.cookie",
 		"onerror=alert", "onload=alert", "<iframe", "<svg/onload", "string.fromcharcode", "<img src=x",
+		"javascript:", "vbscript:", "livescript:", "data:text/html", "data:,", "data: ,", "-moz-binding",
+		"url(javascript", "expression(", "formaction", "&#60", "&#x3c", "&#060", "\\x3cscript", "\\u003cscript",
+		"+adw-", "!entity", "<!doctype", "srcdoc=", "xlink:href", "document.domain", "document.write",
+		"window.location", "top.location", ".innerhtml", "constructor(", "settimeout`", "alert`",
+	)
+	add(NodeInjection,
+		"_$$nd_func$$_", "__js_function", "xyqktkrfrlvoqyqkx", "this.constructor", ".constructor.constructor",
+		"module.exports", "process.env", "process[", "process.binding", "process.mainmodule", "child_process",
+		"require[", "require(", "require.main", "console.", "console[", "\\u006f", "\\u0063", "global.process",
+		".readdirsync", ".execsync", "__proto__", "constructor.prototype", "#{process", "#{require",
 	)
 	return ps
 }

@@ -13,31 +13,36 @@ type Class uint8
 
 // Classes of payloads recognised by Scan.
 const (
-	Traversal     Class = iota // ../ and ..\ in a value
-	LFI                        // local files: /etc/passwd, win.ini, WEB-INF/
-	RFI                        // PHP stream wrappers and remote includes
-	CMDi                       // OS command injection
-	Log4Shell                  // ${jndi: and its obfuscations
-	JavaInjection              // OGNL, Spring4Shell, SpEL, Text4Shell, FreeMarker
-	PHPInjection               // PHP-CGI arguments, ThinkPHP, eval() payloads
-	Shellshock                 // () { :; };
-	SSRFMetadata               // cloud metadata endpoints
-	Webshell                   // names of web shells and backdoors
-	CVEProbe                   // paths that only exploit probes request
-	SensitiveFile              // secrets: .env, .git/, id_rsa
-	Backup                     // leftovers a site may serve: .sql, .bak, .swp, dumps
-	AdminPanel                 // admin panels and appliance consoles
-	WordPress                  // WordPress internals a scanner enumerates
-	ScannerUA                  // names of attack tools, in a user agent
-	SQLiProbe                  // SQL fragments of injection probes (union select, sleep()
-	XSSProbe                   // script fragments, also HTML-escaped (&lt;script)
+	Traversal       Class = iota // ../ and ..\ in a value
+	LFI                          // local files: /etc/passwd, win.ini, WEB-INF/
+	RFI                          // PHP stream wrappers and remote includes
+	CMDi                         // OS command injection
+	Log4Shell                    // ${jndi: and its obfuscations
+	JavaInjection                // OGNL, Spring4Shell, SpEL, Text4Shell, FreeMarker
+	PHPInjection                 // PHP-CGI arguments, ThinkPHP, eval() payloads
+	Shellshock                   // () { :; };
+	SSRFMetadata                 // cloud metadata endpoints
+	Webshell                     // names of web shells and backdoors
+	CVEProbe                     // paths that only exploit probes request
+	SensitiveFile                // secrets: .env, .git/, id_rsa
+	Backup                       // leftovers a site may serve: .sql, .bak, .swp, dumps
+	AdminPanel                   // admin panels and appliance consoles
+	WordPress                    // WordPress internals a scanner enumerates
+	ScannerUA                    // names of attack tools, in a user agent
+	SQLiProbe                    // SQL fragments of injection probes (union select, sleep()
+	XSSProbe                     // script fragments, also HTML-escaped (&lt;script)
+	NodeInjection                // Node.js and JavaScript server-side injection (process.env, require()
+	EncodingEvasion              // %uXXXX escapes, a NUL byte, overlong UTF-8 in a query (ScanQuery)
+	InvalidUTF8                  // other bytes that are not UTF-8 once a query is decoded (ScanQuery)
+	Overflow                     // long runs of one byte, too many or too long arguments (ScanQuery)
 	numClasses
 )
 
 var classNames = [numClasses]string{
 	"traversal", "lfi", "rfi", "cmdi", "log4shell", "java_injection", "php_injection",
 	"shellshock", "ssrf_metadata", "webshell", "cve_probe", "sensitive_file", "backup", "admin_panel",
-	"wordpress", "scanner_ua", "sqli_probe", "xss_probe",
+	"wordpress", "scanner_ua", "sqli_probe", "xss_probe", "node_injection",
+	"encoding_evasion", "invalid_utf8", "overflow",
 }
 
 func (c Class) String() string {
@@ -105,8 +110,10 @@ func Fragments() []string {
 	return out
 }
 
-// Scan returns the classes whose fragments occur in s, ASCII case ignored.
-func Scan(s string) Mask { return matcher().scan(s) }
+// Scan returns the classes whose fragments occur in s, ASCII case ignored,
+// and those of the code shapes scanCode finds in it (tags, event handlers,
+// calls of dangerous functions, shell expressions).
+func Scan(s string) Mask { return matcher().scan(s) | scanCode(s) }
 
 // sqliBytes are bytes without which libinjection finds no SQL injection
 // worth acting on: a quote, a comment, a parenthesis, an operator.
@@ -154,20 +161,37 @@ func hasAny(s string, t *[256]bool) bool {
 const maxArg = 2048
 
 // QuerySQLi reports whether a value of the raw query q (name=value&...),
-// percent-decoded with '+' as a space, is SQL injection.
-func QuerySQLi(q string) bool { return anyArg(q, true) }
+// percent-decoded with '+' as a space, is SQL injection. Free-text
+// arguments (a search box, a query language) are left to TextInjection.
+func QuerySQLi(q string) bool { return anyArg(q, testSQLi) }
 
-// QueryXSS reports whether a value of the raw query q is XSS.
-func QueryXSS(q string) bool { return anyArg(q, false) }
+// QueryXSS reports whether a value of the raw query q is XSS; free-text
+// arguments are left to TextInjection.
+func QueryXSS(q string) bool { return anyArg(q, testXSS) }
 
-func test(s string, sqli bool) bool {
-	if sqli {
+// TextInjection reports whether a value of a free-text argument of the raw
+// query q is SQL injection or XSS.
+func TextInjection(q string) bool { return anyArg(q, testText) }
+
+type argTest uint8
+
+const (
+	testSQLi argTest = iota
+	testXSS
+	testText
+)
+
+func test(s string, t argTest) bool {
+	switch t {
+	case testSQLi:
 		return SQLi(s)
+	case testXSS:
+		return XSS(s)
 	}
-	return XSS(s)
+	return SQLi(s) || XSS(s)
 }
 
-func anyArg(q string, sqli bool) bool {
+func anyArg(q string, t argTest) bool {
 	var bp *[]byte
 	defer func() {
 		if bp != nil {
@@ -181,25 +205,20 @@ func anyArg(q string, sqli bool) bool {
 		} else {
 			q = ""
 		}
-		_, v, ok := strings.Cut(part, "=")
+		k, v, ok := strings.Cut(part, "=")
 		if !ok {
 			v = part // a bare value: ?1'or'1'='1
 		}
 		if v == "" {
 			continue
 		}
-		if strings.IndexByte(v, '%') < 0 && strings.IndexByte(v, '+') < 0 {
-			if test(v, sqli) {
-				return true
-			}
-			continue
-		}
 		if bp == nil {
 			bp = argBufs.Get().(*[]byte)
 		}
-		*bp = (*bp)[:0]
-		d := decode(bp, v)
-		if test(d, sqli) {
+		if ok && textArg(decodeInto(bp, k)) != (t == testText) || !ok && t == testText {
+			continue
+		}
+		if test(decodeInto(bp, v), t) {
 			return true
 		}
 	}

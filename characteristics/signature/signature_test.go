@@ -110,7 +110,8 @@ func FuzzScan(f *testing.F) {
 		if len(s) > 4096 {
 			return
 		}
-		m := Scan(s)
+		m := matcher().scan(s)
+		scanCode(s)
 		// The automaton agrees with a naive search.
 		var want Mask
 		low := strings.ToLower(s)

@@ -172,6 +172,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	rate := float64(st.Lines) / st.Elapsed.Seconds()
 	fmt.Fprintf(stderr, "guardd replay: %d lines (%d malformed) in %.2fs, %.0f lines/s; %d mitigations over %d requests; event time %s to %s\n",
 		st.Lines, st.Malformed, st.Elapsed.Seconds(), rate, len(ms), st.Mitigated, fmtTime(st.First), fmtTime(st.Last))
+	writeMalformedWarning(stderr, st.Lines, st.Malformed, st.Errors)
 	writeThrottledSummary(stderr, rep.Throttled())
 	if st.Future > 0 {
 		fmt.Fprintf(stderr, "guardd replay: %d events dated more than %s ahead of the clock were counted at the clock's time\n", st.Future, pipeline.DefaultFutureTolerance)
@@ -183,6 +184,24 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// malformedWarnPercent is the share of malformed lines above which replay
+// says so plainly: a few lines cut by a rotation are normal, more means the
+// format does not fit the file.
+const malformedWarnPercent = 2
+
+// writeMalformedWarning tells when more than malformedWarnPercent of the
+// lines were malformed, showing the first with its file and line.
+func writeMalformedWarning(w io.Writer, lines, malformed int64, errs []error) {
+	if lines == 0 || malformed*100 <= malformedWarnPercent*lines {
+		return
+	}
+	fmt.Fprintf(w, "guardd replay: warning: %d of %d lines (%.1f%%) are malformed and were skipped; does the log format match the files?\n",
+		malformed, lines, 100*float64(malformed)/float64(lines))
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "guardd replay: first malformed line: %v\n", errs[0])
+	}
 }
 
 func fmtTime(t time.Time) string {

@@ -71,7 +71,7 @@ func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *Cache) 
 	}
 	// $request "\" "
 	reqAt := timeAt + 29
-	reqEnd := indexLiteral(line, reqAt, "\" ", false)
+	reqEnd := indexLiteral(line, reqAt, "\" ", true)
 	if reqEnd < 0 {
 		return false
 	}
@@ -97,14 +97,15 @@ func (f *Format) parseCombined(line []byte, e *characteristics.Event, c *Cache) 
 	}
 	// $http_referer "\" \""
 	refAt := bytesEnd + 2
-	refEnd := indexLiteral(line, refAt, "\" \"", false)
+	refEnd := indexLiteral(line, refAt, "\" \"", true)
 	if refEnd < 0 {
 		return false
 	}
 	// $http_user_agent, ended by the '"' that ends the line; a raw '"' in it
-	// is an error the general path reports.
+	// (not Apache's \") is an error the general path reports.
 	uaAt, uaEnd := refEnd+3, len(line)-1
-	if uaEnd < uaAt || line[uaEnd] != '"' || bytes.IndexByte(line[uaAt:uaEnd], '"') >= 0 {
+	if uaEnd < uaAt || line[uaEnd] != '"' || escaped(line[uaAt:uaEnd]) ||
+		bytes.IndexByte(line[uaAt:uaEnd], '"') >= 0 && !jsonQuotesEscaped(line[uaAt:uaEnd]) {
 		return false
 	}
 

@@ -24,6 +24,11 @@ func FuzzParse(f *testing.F) {
 	for _, tc := range parseCases {
 		f.Add([]byte(tc.line))
 	}
+	for _, q := range quirkLines() {
+		if len(q) <= maxFuzzLine {
+			f.Add([]byte(q))
+		}
+	}
 	logs, _ := filepath.Glob("testdata/*.log")
 	for _, path := range logs {
 		data, _ := os.ReadFile(path)
@@ -44,6 +49,23 @@ func FuzzParse(f *testing.F) {
 		for _, fm := range formats {
 			copy(buf, data)
 			_ = fm.Parse(buf, &e) // must not panic
+		}
+		// Blanks after the line's end change nothing when the format ends in
+		// a quote or a brace: a line that parses parses the same with a space
+		// and a CR after it.
+		for _, fm := range []*Format{formats[0], formats[2]} {
+			copy(buf, data)
+			if fm.Parse(buf, &e) != nil {
+				continue
+			}
+			want := fm.Append(nil, &e)
+			padded := append(bytes.Clone(data), ' ', '\t', '\r')
+			if err := fm.Parse(padded, &e); err != nil {
+				t.Fatalf("%s: Parse(line + blanks) = %v\nline %q", fm.Name(), err, data)
+			}
+			if got := fm.Append(nil, &e); !bytes.Equal(got, want) {
+				t.Fatalf("%s: line + blanks\n got %q\nwant %q", fm.Name(), got, want)
+			}
 		}
 		// Round trip: an Event made from data, formatted as nginx would, parses
 		// back to the same values.

@@ -33,14 +33,37 @@ func (f *Format) Parse(line []byte, e *characteristics.Event) error {
 // ParseCache is Parse remembering in c (nil: nothing), which belongs to the
 // calling goroutine, what the next lines are likely to repeat.
 func (f *Format) ParseCache(line []byte, e *characteristics.Event, c *Cache) error {
+	line = f.trimEnd(line)
 	if f.combined && len(line) <= 1<<30 && f.parseCombined(line, e, c) {
 		return nil
 	}
 	return f.parse(line, e)
 }
 
+// trimEnd drops the spaces, tabs and carriage returns that end line when the
+// format ends in a literal other than those ('"', ']', '}'): published logs
+// often carry a space after the closing quote, or a CR from a copy through
+// another system, and a person reading the line does not see them. A format
+// that ends in a variable keeps them, as part of its value.
+func (f *Format) trimEnd(line []byte) []byte {
+	if len(f.vars) == 0 {
+		return line
+	}
+	if t := f.vars[len(f.vars)-1].after; t == "" || isBlank(t[len(t)-1]) {
+		return line
+	}
+	n := len(line)
+	for n > 0 && isBlank(line[n-1]) {
+		n--
+	}
+	return line[:n]
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
+
 // parse is Parse's general path, for any format and any line.
 func (f *Format) parse(line []byte, e *characteristics.Event) error {
+	line = f.trimEnd(line) // again when called by ParseCache: a byte's test
 	e.Reset()
 	e.Source = characteristics.SourceNginxLog
 	if len(line) > 1<<30 {
@@ -112,7 +135,7 @@ func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool 
 		scope = line[:min(len(line), pos+m+len(v.after))]
 	}
 	for from := pos; ; {
-		j := indexLiteral(scope, from, v.after, f.escape == EscapeJSON)
+		j := indexLiteral(scope, from, v.after, f.escape != EscapeNone)
 		if j < 0 {
 			return false
 		}
@@ -136,7 +159,7 @@ func (f *Format) split(line []byte, pos, i int, spans []span, budget *int) bool 
 // occurrence of the literal that follows it, whatever its shape.
 func (f *Format) splitFirst(line []byte, spans []span) bool {
 	pos := len(f.lead)
-	json := f.escape == EscapeJSON
+	json := f.escape != EscapeNone
 	last := len(f.vars) - 1
 	for i := range last {
 		v := &f.vars[i]
@@ -170,7 +193,7 @@ func (f *Format) splitGreedy(line []byte, spans []span) error {
 			spans[i] = span{int32(pos), int32(end)}
 			break
 		}
-		j := indexLiteral(line, pos, v.after, f.escape == EscapeJSON)
+		j := indexLiteral(line, pos, v.after, f.escape != EscapeNone)
 		if j < 0 {
 			return fieldError(v.name, pos, "a value ended by "+quote(v.after), line[pos:])
 		}
@@ -182,7 +205,8 @@ func (f *Format) splitGreedy(line []byte, spans []span) error {
 
 // indexLiteral returns the index of the first occurrence of lit in line at or
 // after from, or -1. With json set, a '"' that a backslash escapes does not
-// start lit.
+// start lit: JSON's \", and Apache's, which escape=default reads too (nginx
+// itself writes a backslash as \x5C there, so its lines hold no \").
 func indexLiteral(line []byte, from int, lit string, json bool) int {
 	for from <= len(line) {
 		k := bytes.IndexByte(line[from:], lit[0])
@@ -277,7 +301,7 @@ func (f *Format) applyAll(line []byte, spans []span, typed bool, e *characterist
 		if !typed {
 			switch f.escape {
 			case EscapeDefault:
-				if i == last && bytes.IndexByte(val, '"') >= 0 {
+				if i == last && bytes.IndexByte(val, '"') >= 0 && !jsonQuotesEscaped(val) {
 					return fieldError(v.name, int(sp.start), "no raw '\"' with escape=default (a line with more fields than the format?)", val)
 				}
 				val = unescapeDefault(val)

@@ -489,8 +489,8 @@ func unhex(c byte) int {
 	return -1
 }
 
-// unescapeDefault undoes escape=default in place: \xHH becomes the byte HH.
-// Other backslashes are kept.
+// unescapeDefault undoes escape=default in place: \xHH becomes the byte HH,
+// and Apache's \" and \\ a quote and a backslash. Other backslashes are kept.
 func unescapeDefault(b []byte) []byte {
 	i := bytes.IndexByte(b, '\\')
 	if i < 0 {
@@ -499,6 +499,13 @@ func unescapeDefault(b []byte) []byte {
 	w := i
 	for r := i; r < len(b); {
 		c := b[r]
+		if c == '\\' && r+1 < len(b) && (b[r+1] == '"' || b[r+1] == '\\') {
+			// Apache's \" and \\: nginx writes neither (a backslash is \x5C).
+			b[w] = b[r+1]
+			w++
+			r += 2
+			continue
+		}
 		if c == '\\' && r+3 < len(b) && b[r+1] == 'x' {
 			if h, l := unhex(b[r+2]), unhex(b[r+3]); h >= 0 && l >= 0 {
 				b[w] = byte(h<<4 | l)

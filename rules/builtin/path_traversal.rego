@@ -17,6 +17,6 @@ count if input.http.anomalies.traversal
 
 count if input.http.anomalies.overlong_utf8
 
-count if guardd.signature(input.http.norm.query, "traversal")
+count if guardd.query_signature(input.http.query, "traversal")
 
 mitigate := true
