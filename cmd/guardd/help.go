@@ -76,6 +76,7 @@ var ruleKeyHelp = map[string]string{
 	"action":               "required: what a tripped key gets: %s ('guardd help actions')",
 	"mitigation_timeout":   "how long the mitigation lasts (default 10m)",
 	"algorithm":            "how counts are kept: %s (default sliding_window)",
+	"anomaly_score":        "points a trip adds to the client's anomaly score instead of acting alone (up to 1000; keyed on ip.src); the scoring section sets where a score challenges and blocks",
 	"score":                "a numeric characteristic added per matching request instead of 1 (http.request_time, http.bytes_sent ...)",
 	"distinct":             "count the distinct values of this characteristic per key instead of requests",
 	"regularity":           "{min_events: N, max_cv: X}: trip only when the key's events also come at machine-regular intervals",
