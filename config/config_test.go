@@ -24,6 +24,8 @@ var badConfigs = map[string]string{
 	"typo-list.bad.yml":         `unknown key "shedding.classes[0].rulez" at testdata/typo-list.bad.yml:4; did you mean "shedding.classes[0].rules"?`,
 	"wrong-section.bad.yml":     `unknown key "state_dir" at testdata/wrong-section.bad.yml:1; did you mean "mitigation.state_dir"?`,
 	"unknown-inline.bad.yml":    `unknown key "crowdsec.zzzzzz" at testdata/unknown-inline.bad.yml:3; accepted here: history, listen, max_bouncers, scopes, types`,
+	"scalar-section.bad.yml":    `scalar-section.bad.yml:1: decision: "5": want a section of keys (key: value lines)`,
+	"scalar-list.bad.yml":       `scalar-list.bad.yml:2: rules.dirs: "/etc/gu...": want a list`,
 	"bad-bool.bad.yml":          `bad-bool.bad.yml:3: decision.count: "3": want true or false`,
 	"bad-proxy.bad.yml":         `bad-proxy.bad.yml:4: characteristics.trusted_proxies[1]: "not-an-address": want a CIDR or an address`,
 	"bad-proxy-flow.bad.yml":    `bad-proxy-flow.bad.yml:4: characteristics.trusted_proxies[1]: "bogus"`,

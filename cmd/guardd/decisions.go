@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -133,7 +134,7 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 	case "add":
 		var scopes stringList
 		fs.Var(&scopes, "scope", "characteristic=value (repeatable, at least one), e.g. ip.src=203.0.113.7 or ip.src.prefix=198.51.100.0/24")
-		action := fs.String("action", "block", "block, rate_limit, shadowban, firewall or log")
+		action := fs.String("action", "block", strings.Join(slices.DeleteFunc(mitigation.Names(), func(a string) bool { return a == mitigation.ActionThrottle.String() }), ", ")+" ('guardd help actions')")
 		duration := fs.String("duration", "1h", "how long, a Go duration such as 30m or 24h")
 		reason := fs.String("reason", "", "why; the mitigation's rule reads \"manual: REASON\"")
 		asJSON := fs.Bool("json", false, "print the added mitigation as one JSON object, as list --json does")
