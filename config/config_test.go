@@ -274,3 +274,17 @@ func TestInputsOutputs(t *testing.T) {
 		})
 	}
 }
+
+func TestPlainTypeError(t *testing.T) {
+	for in, want := range map[string]string{
+		"field rulez not found in type config.Config":        `unknown key "rulez"`,
+		"cannot unmarshal !!str `lots` into int":             `"lots": want a whole number`,
+		"cannot unmarshal !!seq into time.Duration":          "cannot unmarshal !!seq into time.Duration", // not yaml's form with a value: as is
+		"cannot unmarshal !!map `x` into []string":           "a section of keys: want a list",
+		"cannot unmarshal !!str `y` into config.FleetConfig": `"y": want a section of keys (key: value lines)`,
+	} {
+		if got := plainTypeError(in); got != want {
+			t.Errorf("plainTypeError(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -200,11 +200,16 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+var yamlFieldMsg = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+
 var yamlTypeMsg = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
 
 // plainTypeError rewrites yaml's "cannot unmarshal !!str `abc` into int" as
 // what the field wants, without Go's type names.
 func plainTypeError(msg string) string {
+	if sm := yamlFieldMsg.FindStringSubmatch(msg); sm != nil {
+		return fmt.Sprintf("unknown key %q", sm[1]) // checkKeys missed it: a type that reads its own node
+	}
 	sm := yamlTypeMsg.FindStringSubmatch(msg)
 	if sm == nil {
 		return msg
