@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +139,7 @@ func checkKeys(t *testing.T, v any, path string) {
 	case map[string]any:
 		for k, e := range v {
 			if !snakeKey.MatchString(k) {
-				t.Errorf("key %q at %s is not snake_case", k, cmpOr(path, "top level"))
+				t.Errorf("key %q at %s is not snake_case", k, cmp.Or(path, "top level"))
 			}
 			checkKeys(t, e, path+"."+k)
 		}
@@ -149,11 +150,20 @@ func checkKeys(t *testing.T, v any, path string) {
 	}
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
+// TestCheckJSONError: guardd check --json on a bad configuration exits 1
+// and still prints one JSON object, with the error in the operator's words.
+func TestCheckJSONError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "guardd.yaml")
+	os.WriteFile(path, []byte("sources: {nginx: {paths: [/x]}}\ndecison:\n  listen: 127.0.0.1:9480\n"), 0o644)
+	var out, errb bytes.Buffer
+	if rc := dispatch([]string{"check", "--json", path}, &out, &errb); rc != 1 {
+		t.Fatalf("exit %d", rc)
 	}
-	return b
+	var res checkJSON
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.OK || res.Config != path ||
+		res.Error != fmt.Sprintf(`config: unknown key "decison" at %s:2; did you mean "decision"?`, path) {
+		t.Errorf("check --json = %+v, %v (%s)", res, err, out.String())
+	}
 }
 
 // TestStatusHuman: guardd status prints a table for a person by default,
