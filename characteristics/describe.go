@@ -48,6 +48,7 @@ var fieldDocs = [len(fields)]string{
 	fAnomaly:     "present when normalising the path found it: " + strings.Join(anomalyNames[:], ", "),
 	fBotName:     "the crawler the user agent names (googlebot, bingbot, ...); absent for other clients",
 	fBotVerified: "present only when the address is in that crawler's published ranges",
+	fSyslogHost:  "the host that sent the line over syslog (its header's HOSTNAME); absent for files, standard input and the decision API",
 	fTLSClient:   `"<kind>/<name>" of the TLS stack whose JA4 this is (library/curl, browser/chromium, ...), when known`,
 }
 
