@@ -421,6 +421,9 @@ func (c *Config) decode(data []byte) error {
 	}
 	c.lines, c.paths = map[string]int{}, map[string]string{}
 	index(&root, "", c.lines, c.paths)
+	if err := checkKeys(&root, cmp.Or(c.File, "config")); err != nil {
+		return err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {

@@ -16,18 +16,27 @@ import (
 // file and line come first, so each names the exact line of the bad key or
 // value.
 var badConfigs = map[string]string{
-	"unknown-key.bad.yml":       "unknown-key.bad.yml:3: field rulez not found",
-	"nested-unknown.bad.yml":    "nested-unknown.bad.yml:3: decision.shed_afterr: field shed_afterr not found",
+	"unknown-key.bad.yml":       `unknown key "rulez" at testdata/unknown-key.bad.yml:3; did you mean "rules"?`,
+	"nested-unknown.bad.yml":    `unknown key "decision.shed_afterr" at testdata/nested-unknown.bad.yml:3; did you mean "decision.shed_after"?`,
+	"typo-top.bad.yml":          `unknown key "decison" at testdata/typo-top.bad.yml:3; did you mean "decision"?`,
+	"typo-deep.bad.yml":         `unknown key "mitigation.allowlist.cidrz" at testdata/typo-deep.bad.yml:3; did you mean "mitigation.allowlist.cidrs"?`,
+	"typo-fleet.bad.yml":        `unknown key "fleet.redis.adresses" at testdata/typo-fleet.bad.yml:3; did you mean "fleet.redis.addresses"?`,
+	"typo-list.bad.yml":         `unknown key "shedding.classes[0].rulez" at testdata/typo-list.bad.yml:4; did you mean "shedding.classes[0].rules"?`,
+	"wrong-section.bad.yml":     `unknown key "state_dir" at testdata/wrong-section.bad.yml:1; did you mean "mitigation.state_dir"?`,
+	"unknown-inline.bad.yml":    `unknown key "crowdsec.zzzzzz" at testdata/unknown-inline.bad.yml:3; accepted here: history, listen, max_bouncers, scopes, types`,
+	"scalar-section.bad.yml":    `scalar-section.bad.yml:1: decision: "5": want a section of keys (key: value lines)`,
+	"scalar-list.bad.yml":       `scalar-list.bad.yml:2: rules.dirs: "/etc/gu...": want a list`,
+	"bad-bool.bad.yml":          `bad-bool.bad.yml:3: decision.count: "3": want true or false`,
 	"bad-proxy.bad.yml":         `bad-proxy.bad.yml:4: characteristics.trusted_proxies[1]: "not-an-address": want a CIDR or an address`,
 	"bad-proxy-flow.bad.yml":    `bad-proxy-flow.bad.yml:4: characteristics.trusted_proxies[1]: "bogus"`,
 	"bad-allow.bad.yml":         `bad-allow.bad.yml:4: mitigation.allowlist.values.ip.dst: unknown characteristic "ip.dst"`,
 	"no-rules.bad.yml":          "no-rules.bad.yml:1: rules: builtin disabled and no dirs given: there would be no rules",
-	"bad-type.bad.yml":          "bad-type.bad.yml:2: counting.max_keys: cannot unmarshal",
+	"bad-type.bad.yml":          `bad-type.bad.yml:2: counting.max_keys: "lots": want a whole number`,
 	"bad-loops.bad.yml":         "bad-loops.bad.yml:2: decision.loops: 65",
 	"bad-action.bad.yml":        `bad-action.bad.yml:4: firewall.nftables.actions[1]: "nuke"`,
 	"negative-duration.bad.yml": "negative-duration.bad.yml:4: sources.nginx.poll_interval: -1s: want a positive duration",
 	"negative-nested.bad.yml":   "negative-nested.bad.yml:4: blocklist.nginx_geo.poll_interval: -5s",
-	"duration-int.bad.yml":      "duration-int.bad.yml:2: rules.eval_timeout: cannot unmarshal",
+	"duration-int.bad.yml":      `duration-int.bad.yml:2: rules.eval_timeout: "5": want a duration such as 30s, 5m or 1h`,
 	"syntax.bad.yml":            "syntax.bad.yml:3: found a tab character",
 	"fleet-mode.bad.yml":        `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
 	"fleet-sentinel.bad.yml":    "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
@@ -61,10 +70,51 @@ func TestConfigFiles(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("error = %v (config %+v)\nwant it to contain %q", err, cfg, want)
 			}
+			// The operator's words, never Go's.
+			for _, gone := range []string{"not found in type", "cannot unmarshal", "config.", "time.Duration", "!!"} {
+				if strings.Contains(err.Error(), gone) {
+					t.Errorf("error %q speaks Go: %q", err, gone)
+				}
+			}
 		})
 	}
 	if seen != len(badConfigs) {
 		t.Errorf("%d bad configs tested, %d expected", seen, len(badConfigs))
+	}
+}
+
+// TestUnknownKeys: every unknown key is reported, each with its line, not
+// only the first.
+func TestUnknownKeys(t *testing.T) {
+	_, err := Parse("guardd.yaml", []byte("decison:\n  listen: x\nadmin:\n  lissen: y\n  token_file: z\n"))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`unknown key "decison" at guardd.yaml:1; did you mean "decision"?`,
+		`unknown key "admin.lissen" at guardd.yaml:4; did you mean "admin.listen"?`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q\nwant it to contain %q", err, want)
+		}
+	}
+	var ue *UnknownKeyError
+	if !errors.As(err, &ue) || ue.Line != 1 || ue.Path != "decison" {
+		t.Errorf("errors.As = %+v", ue)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"decison", "decision", 1}, {"decsiion", "decision", 1}, {"rulez", "rules", 1},
+		{"", "abc", 3}, {"abc", "abc", 0}, {"shed_afterr", "shed_after", 1}, {"log", "fleet", 4},
+	} {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }
 
@@ -224,5 +274,19 @@ func TestInputsOutputs(t *testing.T) {
 				t.Errorf("Outputs() = %q, want %q", got, tc.outs)
 			}
 		})
+	}
+}
+
+func TestPlainTypeError(t *testing.T) {
+	for in, want := range map[string]string{
+		"field rulez not found in type config.Config":        `unknown key "rulez"`,
+		"cannot unmarshal !!str `lots` into int":             `"lots": want a whole number`,
+		"cannot unmarshal !!seq into time.Duration":          "cannot unmarshal !!seq into time.Duration", // not yaml's form with a value: as is
+		"cannot unmarshal !!map `x` into []string":           "a section of keys: want a list",
+		"cannot unmarshal !!str `y` into config.FleetConfig": `"y": want a section of keys (key: value lines)`,
+	} {
+		if got := plainTypeError(in); got != want {
+			t.Errorf("plainTypeError(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

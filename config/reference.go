@@ -133,7 +133,9 @@ func Reference(srcRoot string) (string, error) {
 
 Every key of ` + "`/etc/guardd/guardd.yaml`" + `, generated from the configuration's Go
 types, so it cannot drift: a test fails when this file and the code differ.
-The file is decoded strictly (an unknown key is an error naming its line); a
+The file is decoded strictly: an unknown key, nested ones too, is an error
+naming its dotted path, file and line, and the nearest accepted key
+(` + "`unknown key \"decison\" at guardd.yaml:3; did you mean \"decision\"?`" + `). A
 key left out, or a section left empty (` + "`nftables:`" + ` alone), takes its
 default; ` + "`guardd check`" + ` validates a file without starting anything.
 "Reload" says whether ` + "`systemctl reload guardd`" + ` (SIGHUP, or a changed file)

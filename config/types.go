@@ -101,6 +101,10 @@ func (c *Config) wrap(err error) error {
 	if file == "" {
 		file = "config"
 	}
+	var ue *UnknownKeyError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("config: %w", err)
+	}
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		if l := c.lineOf(fe.Path); l > 0 {
@@ -126,7 +130,7 @@ func (c *Config) locate(file, m string) string {
 	if sm == nil {
 		return file + ": " + m
 	}
-	rest := m[len(sm[0]):]
+	rest := plainTypeError(m[len(sm[0]):])
 	if sm[2] != "" {
 		if p, ok := c.pathAt(sm[1] + ":" + sm[2]); ok {
 			rest = p + ": " + rest

@@ -70,3 +70,26 @@ func TestChromiumStatusPage(t *testing.T) {
 		t.Errorf("mitigation bars: %d green pixels, want about %d", green, 2*(260+130)*12)
 	}
 }
+
+// TestChromiumSummaryFirstScreen: the first screen of each page (1100×650)
+// shows the summary: the bars of clients acted on per action (replay: 1 blocked,
+// 2 challenged) and of requests answered per outcome (status), in purple.
+func TestChromiumSummaryFirstScreen(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+		want  int // bar pixels: width × 12 rows
+	}{
+		{"replay", func(b *bytes.Buffer) error { return WriteReplayHTML(b, summaryFixture(t)) }, (130 + 260) * 12},
+		{"status", func(b *bytes.Buffer) error { return WriteStatusHTML(b, statusFixture()) }, (260 + 59) * 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			img := chromiumtest.Screenshot(t, writePage(t, c.write), 1100, 650, chromiumtest.Isolated...)
+			purple := chromiumtest.Pixels(img, ColorActed)
+			t.Logf("%s: %d purple pixels on the first screen, want about %d", c.name, purple, c.want)
+			if purple < c.want*8/10 || purple > c.want*12/10 {
+				t.Errorf("summary bars on the first screen: %d purple pixels, want about %d", purple, c.want)
+			}
+		})
+	}
+}

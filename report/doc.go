@@ -4,8 +4,10 @@
 //
 // Both pages are one self-contained HTML document: styles inline, charts as
 // inline SVG drawn here, no script, and a Content-Security-Policy that
-// forbids every fetch, so opening a report never reaches the network. The
-// replay report shows, per rule, the requests it counted and the trips over
+// forbids every fetch, so opening a report never reaches the network. Both
+// open with a summary (Replay.Summary, Status.ActedBy): who was acted on, by
+// which action, challenged beside blocked, and by which rules. The
+// replay report then shows, per rule, the requests it counted and the trips over
 // time, the most mitigated keys, and for each rule how close the busiest keys
 // that never tripped came to its limit: the view to tune thresholds with. A
 // Recorder gathers that during the replay through engine.SetOnCount; its

@@ -50,9 +50,25 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
-	"colorNear": func() string { return ColorNear },
-	"colorAct":  func() string { return ColorActive },
-	"colorKey":  func() string { return "#8a9bb8" },
+	"maxActed": func(as []ActionCount) int64 {
+		var m int64
+		for _, a := range as {
+			m = max(m, a.Clients)
+		}
+		return m
+	},
+	"maxRate": func(rs []Rate) float64 {
+		var m float64
+		for _, r := range rs {
+			m = max(m, r.Total)
+		}
+		return m
+	},
+	"verb":       verb,
+	"colorActed": func() string { return ColorActed },
+	"colorNear":  func() string { return ColorNear },
+	"colorAct":   func() string { return ColorActive },
+	"colorKey":   func() string { return "#8a9bb8" },
 	"float": func(v any) float64 {
 		switch x := v.(type) {
 		case int64:
@@ -64,6 +80,27 @@ var funcs = template.FuncMap{
 		}
 		return 0
 	},
+}
+
+// verb says what an action did to a client: "blocked", "challenged".
+func verb(action string) string {
+	switch action {
+	case "block":
+		return "blocked"
+	case "challenge":
+		return "challenged"
+	case "rate_limit":
+		return "rate limited"
+	case "shadowban":
+		return "shadow-banned"
+	case "firewall":
+		return "firewalled"
+	case "throttle":
+		return "throttled"
+	case "log":
+		return "logged"
+	}
+	return action
 }
 
 func trimFloat(f float64) string {
@@ -135,6 +172,26 @@ var replayTmpl = template.Must(template.New("replay").Funcs(funcs).Parse(`<!doct
 <p class="muted">{{range $i, $f := .Files}}{{if $i}}, {{end}}<code>{{$f}}</code>{{end}}<br>
 {{.Lines}} lines ({{.Malformed}} malformed), events from {{ts .First}} to {{ts .Last}} UTC; replayed in {{dur .Elapsed}}; generated {{ts .Generated}} UTC.
 {{.Mitigated}} requests met an active mitigation.</p>
+{{with .Summary}}
+<h2 id="summary">Summary</h2>
+{{- if .Recorded}}
+<div class="card"><div class="big" id="acted">{{.Clients}}</div>clients acted on</div>
+{{range .ByAction}}<div class="card"><div class="big" id="acted-{{.Action}}">{{.Clients}}</div>{{verb .Action}} <span class="muted">({{.Requests}} requests)</span></div>
+{{end}}
+{{- if .Clients}}<table><tr><th>action</th><th class="num">clients</th><th class="num">requests</th><th></th></tr>
+{{$m := maxActed .ByAction}}{{range .ByAction}}<tr><td>{{.Action}}</td><td class="num">{{.Clients}}</td><td class="num">{{.Requests}}</td><td>{{if .Clients}}{{hbar (float .Clients) (float $m) 0 colorActed}}{{end}}</td></tr>
+{{end}}</table>{{else}}<p>No client was acted on.</p>{{end}}
+{{- else}}<p class="muted">This replay did not follow clients: the rules' part only.</p>{{end}}
+<h3>Rules that acted</h3>
+{{if .Acted}}<table><tr><th>rule</th><th>action</th><th class="num">keys mitigated</th><th class="num">clients</th><th class="num">counts over the limit</th></tr>
+{{range .Acted}}<tr><td>{{.Name}}</td><td>{{.Action}}</td><td class="num">{{.Keys}}</td><td class="num">{{.Clients}}</td><td class="num">{{.Trips}}</td></tr>
+{{end}}</table>{{else}}<p>No rule acted.</p>{{end}}
+{{- if .Top}}
+<h3>Top keys</h3>
+<table><tr><th>key</th><th>rule</th><th>action</th><th class="num">requests</th></tr>
+{{range .Top}}<tr><td><code>{{.Key}}</code></td><td>{{.Rule}}</td><td>{{.Action}}</td><td class="num">{{.Requests}}</td></tr>
+{{end}}</table>{{end}}
+{{end}}
 {{- if .Throttled}}
 <h2>Throttle rules</h2>
 <p class="muted">Requests each request-time limit counted and refused, as the decision API would have, on the lines' own time. A shadow rule refuses nothing: its column says what it would have refused.</p>
@@ -144,9 +201,13 @@ var replayTmpl = template.Must(template.New("replay").Funcs(funcs).Parse(`<!doct
 
 <h2>Requests and trips over time, per rule</h2>
 <p class="muted">Blue: requests the rule counted, per {{dur .Bin}}. Red: counts that went over the limit (a trip, or a key staying over it).</p>
-{{range .Rules}}<h3 id="rule-{{.Name}}">{{.Name}} <span class="muted">— {{.Title}}; {{num .Limit}} per {{dur .Period}}, {{.Action}}; {{.TotalCounted}} counted, {{.TotalTrips}} over the limit, {{.Mitigations}} keys mitigated</span></h3>
+{{range .Rules}}{{if .TotalCounted}}<h3 id="rule-{{.Name}}">{{.Name}} <span class="muted">— {{.Title}}; {{num .Limit}} per {{dur .Period}}, {{.Action}}; {{.TotalCounted}} counted, {{.TotalTrips}} over the limit, {{.Mitigations}} keys mitigated</span></h3>
 {{timeline .Counted .Trips $.Start $.Bin}}
-{{end}}
+{{end}}{{end}}
+{{- with .Quiet}}<details id="quiet"><summary>{{len .}} rules matched nothing</summary>
+<table><tr><th>rule</th><th>title</th><th>limit</th><th>action</th></tr>
+{{range .}}<tr><td>{{.Name}}</td><td>{{.Title}}</td><td>{{num .Limit}} per {{dur .Period}}</td><td>{{.Action}}</td></tr>
+{{end}}</table></details>{{end}}
 
 <h2>Most mitigated keys</h2>
 {{if .Top}}<table><tr><th>key</th><th>rule</th><th>action</th><th class="num">requests</th><th></th><th>first trip</th><th>last request</th></tr>
@@ -155,12 +216,12 @@ var replayTmpl = template.Must(template.New("replay").Funcs(funcs).Parse(`<!doct
 
 <h2>How close benign-looking keys came to each limit</h2>
 <p class="muted">Per rule, the keys that never tripped, closest to the limit first: their highest count in a window against the limit (dashed). Keys near 100% are where a threshold would start catching ordinary clients.</p>
-{{range .Rules}}<h3>{{.Name}} <span class="muted">— limit {{num .Limit}} per {{dur .Period}}</span></h3>
+{{range .Rules}}{{if .TotalCounted}}<h3>{{.Name}} <span class="muted">— limit {{num .Limit}} per {{dur .Period}}</span></h3>
 {{if .Closest}}<table><tr><th>key</th><th class="num">peak</th><th class="num">of limit</th><th></th><th>at</th></tr>
 {{$r := .}}{{range .Closest}}<tr><td><code>{{.Key}}</code></td><td class="num">{{num .Peak}}</td><td class="num">{{pct .Ratio}}</td><td>{{hbar .Peak $r.Limit $r.Limit colorNear}}</td><td>{{ts .At}}</td></tr>
 {{end}}</table>{{if .Dropped}}<p class="muted">More keys came within half of the limit than the report keeps.</p>{{end}}
 {{else}}<p class="muted">No key that stayed under the limit came within half of it.</p>{{end}}
-{{end}}
+{{end}}{{end}}
 </body></html>
 `))
 

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,11 +23,17 @@ type DecisionRates struct {
 
 // decisionSample is the decision counters at one time.
 type decisionSample struct {
-	at      time.Time
-	total   float64   // decisions
-	buckets []float64 // cumulative counts per upper bound
-	bounds  []float64
-	count   float64
+	at       time.Time
+	total    float64            // decisions
+	outcomes map[string]float64 // decisions per outcome
+	// shown and passed sum guardd_challenge_shown_total and
+	// guardd_challenge_passed_total; hasChallenge is set when the registry
+	// has them.
+	shown, passed float64
+	hasChallenge  bool
+	buckets       []float64 // cumulative counts per upper bound
+	bounds        []float64
+	count         float64
 }
 
 // Fill sets st's Interval, Decisions, P50 and P99 from a sample taken at now
@@ -55,17 +63,47 @@ func (r *DecisionRates) Fill(st *Status, now time.Time) {
 		delta, n = cur.buckets, cur.count
 	}
 	st.P50, st.P99 = Quantile(cur.bounds, delta, n, 0.5), Quantile(cur.bounds, delta, n, 0.99)
+	st.Answered = st.Answered[:0]
+	for o, total := range cur.outcomes {
+		if o == "allow" || total == 0 {
+			continue
+		}
+		r := Rate{Outcome: o, Total: total}
+		if secs := cur.at.Sub(prev.at).Seconds(); secs > 0 {
+			r.PerSecond = (total - prev.outcomes[o]) / secs
+		}
+		st.Answered = append(st.Answered, r)
+	}
+	slices.SortFunc(st.Answered, func(a, b Rate) int { return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Outcome, b.Outcome)) })
+	if cur.hasChallenge {
+		st.Challenge = &ChallengeStats{Shown: cur.shown, Passed: cur.passed}
+	}
 }
 
 // sample reads the decision counters from the registry.
 func (r *DecisionRates) sample(now time.Time) decisionSample {
-	out := decisionSample{at: now}
+	out := decisionSample{at: now, outcomes: map[string]float64{}}
 	mfs, _ := r.Gatherer.Gather()
 	for _, mf := range mfs {
 		switch mf.GetName() {
 		case "guardd_decision_requests_total":
 			for _, m := range mf.GetMetric() {
-				out.total += m.GetCounter().GetValue()
+				v := m.GetCounter().GetValue()
+				out.total += v
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "outcome" {
+						out.outcomes[l.GetValue()] += v
+					}
+				}
+			}
+		case "guardd_challenge_shown_total", "guardd_challenge_passed_total":
+			out.hasChallenge = true
+			for _, m := range mf.GetMetric() {
+				if mf.GetName() == "guardd_challenge_shown_total" {
+					out.shown += m.GetCounter().GetValue()
+				} else {
+					out.passed += m.GetCounter().GetValue()
+				}
 			}
 		case "guardd_decision_duration_seconds":
 			for _, m := range mf.GetMetric() {

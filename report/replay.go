@@ -107,6 +107,9 @@ type Info struct {
 	// Throttled is what each throttle rule refused (pipeline.Report's
 	// Throttled): a request-time limit trips nothing and mitigates nothing.
 	Throttled []pipeline.Throttled
+	// Clients is pipeline.Report's Clients, for the summary; nil when the
+	// replay did not follow clients.
+	Clients []pipeline.Client
 }
 
 // Replay is the report's data.

@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
@@ -80,7 +82,12 @@ func replayFixture(t testing.TB, attack bool) *Replay {
 			send(20*time.Minute+time.Duration(s)*time.Second, "203.0.113.7")
 		}
 	}
-	info := Info{Files: []string{"access.log"}, Lines: 1000, First: t0, Last: t0.Add(time.Hour), Elapsed: time.Second, Generated: t0.Add(2 * time.Hour)}
+	info := Info{Files: []string{"access.log"}, Lines: 1000, First: t0, Last: t0.Add(time.Hour), Elapsed: time.Second, Generated: t0.Add(2 * time.Hour),
+		Clients: []pipeline.Client{}}
+	if attack {
+		info.Clients = append(info.Clients, pipeline.Client{Addr: mustAddr("203.0.113.7"), Requests: 300, Actioned: 290,
+			Actions: map[mitigation.Action]int64{mitigation.ActionBlock: 290}, Rules: []string{"login"}, Mitigated: true})
+	}
 	var flat []pipeline.Mitigation
 	for _, pm := range ms {
 		flat = append(flat, *pm)
@@ -133,25 +140,110 @@ func TestReportThrottled(t *testing.T) {
 	}
 }
 
+// summaryFixture is the attack replay with two more rules: one that
+// challenged a client, and one that matched nothing.
+func summaryFixture(t testing.TB) *Replay {
+	r := replayFixture(t, true)
+	ch := RuleReport{Name: "suspect_ua", Title: "Scripted clients", Action: "challenge", Limit: 5, Period: time.Minute,
+		Counted: make([]int64, r.Bins), Trips: make([]int64, r.Bins), TotalCounted: 40, TotalTrips: 35, Mitigations: 2}
+	ch.Counted[40], ch.Trips[40] = 40, 35
+	quiet := RuleReport{Name: "wp_probe", Title: "WordPress probes", Action: "block", Limit: 3, Period: time.Minute,
+		Counted: make([]int64, r.Bins), Trips: make([]int64, r.Bins)}
+	r.Rules = append(r.Rules, ch, quiet)
+	for i, ip := range []string{"198.51.100.66", "198.51.100.67"} {
+		r.Clients = append(r.Clients, pipeline.Client{Addr: mustAddr(ip), Requests: 20, Actioned: int64(15 + i),
+			Actions: map[mitigation.Action]int64{mitigation.ActionChallenge: int64(15 + i)}, Rules: []string{"suspect_ua"}})
+	}
+	return r
+}
+
+// TestReportSummary: the report opens with the summary, challenged beside
+// blocked, the rules that acted and the top keys; a rule that matched
+// nothing is folded away, not drawn.
+func TestReportSummary(t *testing.T) {
+	r := summaryFixture(t)
+	s := r.Summary()
+	wantActions := []ActionCount{{"block", 1, 290}, {"challenge", 2, 31}}
+	if s.Clients != 3 || !slices.Equal(s.ByAction, wantActions) {
+		t.Errorf("summary: %d clients, %+v; want 3, %+v", s.Clients, s.ByAction, wantActions)
+	}
+	wantActed := []RuleActed{{Name: "suspect_ua", Action: "challenge", Keys: 2, Clients: 2, Trips: 35}, {Name: "login", Action: "block", Keys: 1, Clients: 1, Trips: r.Rules[0].TotalTrips}}
+	if !slices.Equal(s.Acted, wantActed) {
+		t.Errorf("acted = %+v\nwant %+v", s.Acted, wantActed)
+	}
+	var b bytes.Buffer
+	if err := WriteReplayHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	checkSelfContained(t, page)
+	order := []string{`<h2 id="summary">`, `<div class="big" id="acted">3</div>`, `id="acted-block">1</div>blocked`, `id="acted-challenge">2</div>challenged`,
+		"<h3>Rules that acted</h3>", "<td>suspect_ua</td><td>challenge</td>", "<h3>Top keys</h3>", "<code>203.0.113.7</code>",
+		"Requests and trips over time", `<h3 id="rule-suspect_ua">`, `<details id="quiet"><summary>1 rules matched nothing</summary>`, "<td>wp_probe</td>"}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(page[at:], w)
+		if i < 0 {
+			t.Fatalf("after byte %d the page lacks %q", at, w)
+		}
+		at += i + len(w)
+	}
+	if strings.Contains(page, `id="rule-wp_probe"`) || strings.Count(page, "wp_probe") != 1 {
+		t.Errorf("the rule that matched nothing is drawn outside the fold (%d mentions)", strings.Count(page, "wp_probe"))
+	}
+	golden(t, "summary", b.Bytes())
+
+	// Without clients followed, the summary says so and keeps the rules.
+	r.Clients = nil
+	b.Reset()
+	WriteReplayHTML(&b, r)
+	if !strings.Contains(b.String(), "did not follow clients") || !strings.Contains(b.String(), "<td>suspect_ua</td><td>challenge</td>") {
+		t.Errorf("summary without clients:\n%s", b.String())
+	}
+}
+
 func TestStatusPage(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteStatusHTML(&b, statusFixture()); err != nil {
 		t.Fatal(err)
 	}
 	checkSelfContained(t, b.String())
-	for _, want := range []string{`<div class="big" id="active">3</div>`, `<meta http-equiv="refresh" content="5">`, "login_bruteforce", "rate_limit", "1250/s"} {
+	for _, want := range []string{`<div class="big" id="active">3</div>`, `<meta http-equiv="refresh" content="5">`, "login_bruteforce", "rate_limit", "1250/s",
+		`id="acted-block">2</div>blocked`, `id="acted-challenge">0</div>challenged`, `id="solve">25%</div>challenges solved (10 of 40 shown)`,
+		"<td>challenge</td><td class=\"num\">2.0</td>", `<td><code>ip.src.prefix</code></td><td class="num">1</td>`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status page lacks %q", want)
 		}
 	}
 	golden(t, "status", b.Bytes())
+	if strings.Contains(b.String(), "203.0.113.7") || strings.Contains(b.String(), "198.51.100.0") {
+		t.Error("the status page, served without the token, names a key's value")
+	}
+	if i, j := strings.Index(b.String(), `id="summary"`), strings.Index(b.String(), `id="rate"`); i < 0 || i > j {
+		t.Error("the status page does not open with the summary")
+	}
+
+	// Without challenge metrics, the solve rate's place says so.
+	st := statusFixture()
+	st.Challenge = nil
+	b.Reset()
+	WriteStatusHTML(&b, st)
+	if !strings.Contains(b.String(), `id="solve">–</div>challenges solved <span class="muted">(not measured: no guardd_challenge_shown_total metric)`) {
+		t.Error("no place for the solve rate without challenge metrics")
+	}
 }
 
 func statusFixture() *Status {
 	return &Status{Generated: t0, Uptime: time.Hour, Rules: 8, Active: 3, Decisions: 1250, Interval: 5 * time.Second, P50: 0.0002, P99: 0.0009,
 		TailLag: 0.4, LastEvent: t0, Refresh: 5,
-		ByAction: []Count{{Action: "block", N: 2}, {Action: "rate_limit", N: 1}},
-		ByRule:   []Count{{"login_bruteforce", "block", 2}, {"aggressive_crawl", "rate_limit", 1}}}
+		ByAction:  []Count{{Action: "block", N: 2}, {Action: "rate_limit", N: 1}},
+		ByRule:    []Count{{"login_bruteforce", "block", 2}, {"aggressive_crawl", "rate_limit", 1}},
+		Answered:  []Rate{{"block", 12.5, 4000}, {"challenge", 2, 900}},
+		Challenge: &ChallengeStats{Shown: 40, Passed: 10},
+		Keys: KeyKinds([]mitigation.Mitigation{
+			{ID: 1, Rule: "login_bruteforce", Action: mitigation.ActionBlock, Scope: mitigation.Scope{{Name: "ip.src", Value: "203.0.113.7"}}, Created: t0.Add(-time.Minute), Expires: t0.Add(9 * time.Minute)},
+			{ID: 2, Rule: "aggressive_crawl", Action: mitigation.ActionRateLimit, Scope: mitigation.Scope{{Name: "ip.src.prefix", Value: "198.51.100.0/24"}}, Created: t0.Add(-30 * time.Second), Expires: t0.Add(time.Hour)},
+		})}
 }
 
 // checkSelfContained: nothing in the page may be fetched.

@@ -22,7 +22,7 @@ func init() {
 }
 
 const bouncersUsage = `usage: guardd bouncers add [--config FILE] [--key-file FILE] NAME
-       guardd bouncers list [--config FILE] [--key-file FILE]
+       guardd bouncers list [--json] [--config FILE] [--key-file FILE]
        guardd bouncers delete [--config FILE] [--key-file FILE] NAME
 
 Manages the API keys of CrowdSec bouncers polling guardd's CrowdSec-compatible
@@ -46,6 +46,7 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("bouncers "+verb, flag.ContinueOnError)
 	configPath := fl.String("config", "", "read mitigation.state_dir from this configuration")
 	keyFile := fl.String("key-file", "", "the key file (default <state_dir>/"+crowdsec.KeyFileName+")")
+	asJSON := fl.Bool("json", false, `list: one JSON object per bouncer per line: {"name","created","key_sha256_prefix"}`)
 	// Flags may come before or after NAME.
 	pos, code, done := parseFlags(fl, strings.TrimRight(bouncersUsage, "\n"), args[1:], stdout, stderr)
 	if done {
@@ -106,6 +107,12 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "guardd bouncers list: %v\n", err)
 			return 1
 		}
+		if *asJSON {
+			for _, b := range bs {
+				writeJSONLine(stdout, bouncerJSON{Name: b.Name, Created: b.Created.UTC().Format(time.RFC3339), KeySHA256Prefix: b.SHA256[:12]})
+			}
+			return 0
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tCREATED\tKEY SHA-256")
 		for _, b := range bs {
@@ -114,6 +121,14 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 		tw.Flush()
 	}
 	return 0
+}
+
+// bouncerJSON is one line of guardd bouncers list --json: the key itself
+// is never shown again, only the start of its hash.
+type bouncerJSON struct {
+	Name            string `json:"name"`
+	Created         string `json:"created"`
+	KeySHA256Prefix string `json:"key_sha256_prefix"`
 }
 
 // ownLikeDir gives the key file (and its lock) the owner of the directory

@@ -35,7 +35,7 @@ func TestCheck(t *testing.T) {
 		{"fleet names the rules counted per node", []string{write("fleet.yaml", "sources: {nginx: {paths: [/x]}}\nfleet: {node: a, redis: {addresses: [\"127.0.0.1:1\"]}}\n")}, 0,
 			[]string{"fleet: counted on each node alone, not fleet-wide:", "login_bruteforce (windows)", "scan_404 (distinct)"}},
 		{"good, file as argument", []string{good}, 0, []string{good + ": ok"}},
-		{"unknown key names its line", []string{"--config", write("unknown.yaml", "sources: {nginx: {paths: [/x]}}\nadmn:\n  listen: x\n")}, 1, []string{"unknown.yaml:2:", "admn"}},
+		{"unknown key names its line", []string{"--config", write("unknown.yaml", "sources: {nginx: {paths: [/x]}}\nadmn:\n  listen: x\n")}, 1, []string{`unknown key "admn" at `, `unknown.yaml:2; did you mean "admin"?`}},
 		{"bad rule", []string{"--config", write("badrule.yaml", "sources: {nginx: {paths: [/x]}}\nrules: {dirs: ["+badRules+"]}\n")}, 1, []string{"bad.rego:"}},
 		{"missing file", []string{"--config", filepath.Join(dir, "nope.yaml")}, 1, []string{"nope.yaml"}},
 	} {

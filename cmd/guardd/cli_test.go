@@ -39,7 +39,7 @@ func TestHelpEverySubcommand(t *testing.T) {
 	// Each decisions verb shows its own flags, not another verb's.
 	for _, c := range []struct{ verb, has, lacks string }{
 		{"list", "-json", "-scope"},
-		{"add", "-scope", "-json"},
+		{"add", "-scope", "-format"},
 		{"delete", "-config", "-scope"},
 		{"import", "-duration", "-scope"},
 		{"export", "-format", "-duration"},

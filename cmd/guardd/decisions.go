@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,7 +32,7 @@ const decisionsUsage = `usage: guardd decisions <verb> [flags] [arguments]
 
 verbs:
   list                     the active mitigations (--json: one JSON object per line)
-  add --scope C=V ...      add one mitigation (--action, --duration, --reason)
+  add --scope C=V ...      add one mitigation (--action, --duration, --reason; --json)
   delete ID...             delete mitigations by ID
   import FILE              add many at once from JSON lines, CSV or a list of addresses/CIDRs ("-" reads stdin)
   export [FILE]            write the active mitigations as JSON lines, CSV or a list
@@ -133,10 +134,11 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 	case "add":
 		var scopes stringList
 		fs.Var(&scopes, "scope", "characteristic=value (repeatable, at least one), e.g. ip.src=203.0.113.7 or ip.src.prefix=198.51.100.0/24")
-		action := fs.String("action", "block", "block, rate_limit, shadowban, firewall or log")
+		action := fs.String("action", "block", strings.Join(slices.DeleteFunc(mitigation.Names(), func(a string) bool { return a == mitigation.ActionThrottle.String() }), ", ")+" ('guardd help actions')")
 		duration := fs.String("duration", "1h", "how long, a Go duration such as 30m or 24h")
 		reason := fs.String("reason", "", "why; the mitigation's rule reads \"manual: REASON\"")
-		pos, code, done := parseFlags(fs, "usage: guardd decisions add --scope C=V [--scope C=V ...] [--action A] [--duration D] [--reason TEXT] [flags]", args[1:], stdout, stderr)
+		asJSON := fs.Bool("json", false, "print the added mitigation as one JSON object, as list --json does")
+		pos, code, done := parseFlags(fs, "usage: guardd decisions add --scope C=V [--scope C=V ...] [--action A] [--duration D] [--reason TEXT] [--json] [flags]", args[1:], stdout, stderr)
 		if done {
 			return code
 		}
@@ -160,6 +162,12 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 		var m mitigation.Mitigation
 		if err := a.DoJSON("POST", "/v1/mitigations", req, &m); err != nil {
 			return fail(err)
+		}
+		if *asJSON {
+			if _, err := bulk.Write(stdout, bulk.JSONLines, []mitigation.Mitigation{m}); err != nil {
+				return fail(err)
+			}
+			return 0
 		}
 		fmt.Fprintf(stdout, "added %d: %s %s until %s\n", m.ID, m.Action, m.Scope, m.Expires.UTC().Format(time.RFC3339))
 	case "delete":
@@ -186,7 +194,8 @@ func runDecisions(args []string, stdout, stderr io.Writer) int {
 		action := fs.String("action", "block", "action for records that name none")
 		duration := fs.String("duration", "", "how long, for records without expires or duration (required for a list)")
 		rule := fs.String("rule", "import", "rule name for records that name none")
-		pos, code, done := parseFlags(fs, `usage: guardd decisions import [--format jsonl|csv|list] [--action A] [--duration D] [--rule NAME] [flags] FILE
+		asJSON := fs.Bool("json", false, `print the outcome as one JSON object: {"added","allowlisted"}`)
+		pos, code, done := parseFlags(fs, `usage: guardd decisions import [--format jsonl|csv|list] [--action A] [--duration D] [--rule NAME] [--json] [flags] FILE
 
 Adds every mitigation in FILE at once, or none if a line is bad. FILE ("-" for
 stdin) holds JSON lines (what 'export' and 'list --json' write), CSV with a
@@ -243,6 +252,10 @@ A bare value is an ip.src address, or an ip.src.prefix CIDR.`, args[1:], stdout,
 		var res bulk.ImportResult
 		if err := a.Do("POST", "/v1/mitigations/bulk", &body, &res); err != nil {
 			return fail(err)
+		}
+		if *asJSON {
+			writeJSONLine(stdout, res)
+			return 0
 		}
 		fmt.Fprintf(stdout, "imported %d mitigations", res.Added)
 		if res.Allowlisted > 0 {
@@ -312,7 +325,8 @@ list of addresses and CIDRs (single-address and single-prefix scopes only).`, ar
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	client := adminFlags(fs)
-	pos, code, done := parseFlags(fs, "usage: guardd status [flags]\n\nPrints a running daemon's status as JSON.", args, stdout, stderr)
+	asJSON := fs.Bool("json", false, "print the daemon's status as JSON (snake_case keys)")
+	pos, code, done := parseFlags(fs, "usage: guardd status [--json] [flags]\n\nPrints a running daemon's status: uptime, rules, active mitigations by\naction, counter keys, the log tail's counts and, in fleet mode, Redis.", args, stdout, stderr)
 	if done {
 		return code
 	}
@@ -325,13 +339,70 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd status:", err)
 		return 1
 	}
-	var st json.RawMessage
-	if err := a.Do("GET", "/v1/status", nil, &st); err != nil {
+	var raw json.RawMessage
+	if err := a.Do("GET", "/v1/status", nil, &raw); err != nil {
 		fmt.Fprintln(stderr, "guardd status:", err)
 		return 1
 	}
-	var out bytes.Buffer
-	json.Indent(&out, st, "", "  ")
-	fmt.Fprintln(stdout, out.String())
+	if *asJSON {
+		var out bytes.Buffer
+		json.Indent(&out, raw, "", "  ")
+		fmt.Fprintln(stdout, out.String())
+		return 0
+	}
+	var st statusView
+	if err := json.Unmarshal(raw, &st); err != nil {
+		fmt.Fprintln(stderr, "guardd status:", err)
+		return 1
+	}
+	writeStatus(stdout, st)
 	return 0
+}
+
+// statusView is /v1/status as the CLI reads it back.
+type statusView struct {
+	statusJSON
+	Fleet *fleetJSON `json:"fleet,omitempty"`
+}
+
+func writeStatus(w io.Writer, st statusView) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "uptime\t%s\n", st.Uptime)
+	last := "none yet"
+	if t, err := time.Parse(time.RFC3339Nano, st.LastEvent); err == nil {
+		last = t.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(tw, "last event\t%s\n", last)
+	fmt.Fprintf(tw, "rules\t%d: %s\n", len(st.Rules), strings.Join(st.Rules, ", "))
+	var by []string
+	for _, a := range mitigation.Names() {
+		if n := st.ByAction[a]; n > 0 {
+			by = append(by, fmt.Sprintf("%s %d", a, n))
+		}
+	}
+	if len(by) > 0 {
+		fmt.Fprintf(tw, "mitigations\t%d (%s)\n", st.Mitigations, strings.Join(by, ", "))
+	} else {
+		fmt.Fprintf(tw, "mitigations\t%d\n", st.Mitigations)
+	}
+	fmt.Fprintf(tw, "counter keys\t%d\n", st.CounterKeys)
+	t := st.Tail
+	fmt.Fprintf(tw, "log tail\t%d lines, %d bytes, %d cut, %d rotations, %d truncations, %d lost files\n",
+		t.Lines, t.Bytes, t.CutLines, t.Rotations, t.Truncations, t.LostFiles)
+	if f := st.Fleet; f != nil {
+		c := f.Counting
+		fmt.Fprintf(tw, "fleet\tnode %s, %d live nodes, breaker %s, clock offset %.3fs\n", c.Node, c.LiveNodes, c.Breaker, c.ClockOffsetSeconds)
+		for _, e := range c.Endpoints {
+			fmt.Fprintf(tw, "  redis %s\tbreaker %s, %d slots\n", e.Name, e.Breaker, e.Slots)
+		}
+		loaded := "active set loaded"
+		if !f.Sync.Loaded {
+			loaded = "active set not loaded yet"
+		}
+		fmt.Fprintf(tw, "  mitigations\t%s, %d changes to publish\n", loaded, f.Sync.Pending)
+		if len(f.PerNode) > 0 {
+			fmt.Fprintf(tw, "  per node\t%s\n", strings.Join(f.PerNode, ", "))
+		}
+	}
+	tw.Flush()
 }

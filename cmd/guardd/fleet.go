@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -96,6 +98,47 @@ type fleetStatus struct {
 	Sync     fleet.Status `json:"mitigations"`
 	// PerNode are the rules fleet mode does not share (perNodeRules).
 	PerNode []string `json:"per_node_rules,omitempty"`
+}
+
+// fleetJSON is fleetStatus as guardd status prints it, in snake_case.
+type fleetJSON struct {
+	Counting struct {
+		Node               string              `json:"node"`
+		Breaker            string              `json:"breaker"`
+		Endpoints          []fleetEndpointJSON `json:"endpoints"`
+		LiveNodes          int                 `json:"live_nodes"`
+		LastContact        string              `json:"last_contact,omitempty"`
+		ClockOffsetSeconds float64             `json:"clock_offset_seconds"`
+	} `json:"counting"`
+	Sync struct {
+		StreamID string `json:"stream_id"`
+		Pending  int    `json:"pending"`
+		Loaded   bool   `json:"loaded"`
+	} `json:"mitigations"`
+	PerNode []string `json:"per_node_rules,omitempty"`
+}
+
+type fleetEndpointJSON struct {
+	Name    string `json:"name"`
+	Breaker string `json:"breaker"`
+	Slots   int    `json:"slots"` // hash slots it serves (16384 outside Cluster)
+}
+
+// MarshalJSON writes s as fleetJSON.
+func (s *fleetStatus) MarshalJSON() ([]byte, error) {
+	var j fleetJSON
+	c := &j.Counting
+	c.Node, c.Breaker, c.LiveNodes = s.Counting.Node, s.Counting.Breaker, s.Counting.LiveNodes
+	c.ClockOffsetSeconds = s.Counting.ClockOffset.Seconds()
+	if !s.Counting.LastContact.IsZero() {
+		c.LastContact = s.Counting.LastContact.UTC().Format(time.RFC3339Nano)
+	}
+	for _, e := range s.Counting.Endpoints {
+		c.Endpoints = append(c.Endpoints, fleetEndpointJSON{e.Name, e.Breaker, e.Slots})
+	}
+	j.Sync.StreamID, j.Sync.Pending, j.Sync.Loaded = s.Sync.StreamID, s.Sync.Pending, s.Sync.Loaded
+	j.PerNode = s.PerNode
+	return json.Marshal(j)
 }
 
 func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {

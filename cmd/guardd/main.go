@@ -38,6 +38,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
+	writeTopics(w)
 	fmt.Fprintln(w, "\nRun 'guardd <command> -h' for a command's flags.")
 }
 
@@ -46,7 +47,10 @@ func main() {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) > 0 && args[0] == "help" {
+		return runHelp(args[1:], stdout, stderr)
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
 			return 2

@@ -99,7 +99,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	rep := pipeline.NewReport(*clients)
+	rep := pipeline.NewReport(*clients || *htmlOut != "") // the HTML report's summary counts clients
 	// Throttle rules are replayed with the decision API's limiter, on the
 	// lines' own time; concurrency rules and shedding cannot be.
 	lim, err := throttle.New(throttle.Config{MaxKeys: cfg.Counting.MaxKeys, Shadow: cfg.Decision.ThrottleShadow})
@@ -153,7 +153,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	ms := rep.Mitigations()
 	if rec != nil {
-		if err := writeReplayHTML(*htmlOut, rec, ms, rep.Throttled(), st, logs); err != nil {
+		if err := writeReplayHTML(*htmlOut, rec, ms, rep.Throttled(), rep.Clients(), st, logs); err != nil {
 			fmt.Fprintln(stderr, "guardd replay:", err)
 			return 1
 		}
@@ -222,13 +222,13 @@ type mitigationJSON struct {
 	Expires   string           `json:"expires"`
 }
 
-func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, throttled []pipeline.Throttled, st replay.Stats, logs []string) error {
+func writeReplayHTML(path string, rec *report.Recorder, ms []pipeline.Mitigation, throttled []pipeline.Throttled, clients []pipeline.Client, st replay.Stats, logs []string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	info := report.Info{Files: logs, Lines: st.Lines, Malformed: st.Malformed, Mitigated: st.Mitigated,
-		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now(), Throttled: throttled}
+		First: st.First, Last: st.Last, Elapsed: st.Elapsed, Generated: time.Now(), Throttled: throttled, Clients: clients}
 	if err := report.WriteReplayHTML(f, rec.Report(info, ms, 10)); err != nil {
 		f.Close()
 		return fmt.Errorf("html report: %w", err)

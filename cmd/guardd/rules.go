@@ -20,13 +20,15 @@ import (
 
 func init() { register("rules", "check or test Rego rules", runRules) }
 
-const rulesUsage = `usage: guardd rules check [--builtin] [DIR...]
-       guardd rules test [--builtin] [DIR...]
+const rulesUsage = `usage: guardd rules check [--builtin] [--json] [DIR...]
+       guardd rules test [--builtin] [--json] [DIR...]
 
 check validates the rules (*.rego, not *_test.rego) under each DIR and prints
 them; test runs their Rego unit tests (test_* rules, usually in *_test.rego)
 as 'opa test' does. --builtin adds the library embedded in guardd; --config
-FILE adds the rules that configuration loads.
+FILE adds the rules that configuration loads. --json prints one JSON object
+per rule (check) or per test (test) per line. 'guardd help rules' explains
+how a rule is written.
 `
 
 // ruleSource is one place rules are read from: a directory or the built-in
@@ -49,6 +51,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("rules "+verb, flag.ContinueOnError)
 	useBuiltin := fl.Bool("builtin", false, "include the rule library embedded in guardd")
 	configPath := fl.String("config", "", "also take the rules a configuration loads: its rules.dirs, and the built-in library unless rules.disable_builtin")
+	asJSON := fl.Bool("json", false, "print one JSON object per rule (check) or per test (test) per line")
 	dirs, code, done := parseFlags(fl, strings.TrimRight(rulesUsage, "\n"), args[1:], stdout, stderr)
 	if done {
 		return code
@@ -83,9 +86,9 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if verb == "check" {
-		return rulesCheck(srcs, stdout, stderr)
+		return rulesCheck(srcs, *asJSON, stdout, stderr)
 	}
-	return rulesTest(srcs, stdout, stderr)
+	return rulesTest(srcs, *asJSON, stdout, stderr)
 }
 
 // printRuleErrors prints err one located problem per line, with file names
@@ -109,7 +112,7 @@ func printRuleErrors(w io.Writer, src ruleSource, err error) {
 	}
 }
 
-func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
+func rulesCheck(srcs []ruleSource, asJSON bool, stdout, stderr io.Writer) int {
 	opts := rules.Options{Logger: slog.New(slog.DiscardHandler)}
 	var sets []*rules.Set
 	var names []string // the source of each rule, in order
@@ -133,6 +136,12 @@ func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "guardd rules check: %v\n", err)
 		return 1
+	}
+	if asJSON {
+		for i, r := range all.Rules() {
+			writeJSONLine(stdout, ruleJSONOf(r, filepath.Join(names[i], r.File)))
+		}
+		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	// COUNTED: "request" rules read only what is known when a request
@@ -181,7 +190,50 @@ func rulesCheck(srcs []ruleSource, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func rulesTest(srcs []ruleSource, stdout, stderr io.Writer) int {
+// ruleJSON is one line of guardd rules check --json.
+type ruleJSON struct {
+	Rule                     string   `json:"rule"`
+	Title                    string   `json:"title,omitempty"`
+	Characteristics          []string `json:"characteristics"`
+	PeriodSeconds            float64  `json:"period_seconds"`
+	RequestsPerPeriod        float64  `json:"requests_per_period"`
+	Action                   string   `json:"action"`
+	MitigationTimeoutSeconds float64  `json:"mitigation_timeout_seconds"`
+	Algorithm                string   `json:"algorithm"`
+	Evaluation               string   `json:"evaluation"` // native or fallback
+	Fallback                 []string `json:"fallback,omitempty"`
+	Counted                  string   `json:"counted"` // log or request
+	File                     string   `json:"file"`
+	Line                     int      `json:"line"`
+}
+
+func ruleJSONOf(r *rules.Rule, file string) ruleJSON {
+	j := ruleJSON{Rule: r.Name, Title: r.Title, Characteristics: []string{}, PeriodSeconds: r.Period.Seconds(), RequestsPerPeriod: r.Requests,
+		Action: r.Action.String(), MitigationTimeoutSeconds: r.MitigationTimeout.Seconds(), Algorithm: r.Algorithm,
+		Evaluation: "native", Counted: "log", File: file, Line: r.Line}
+	for _, c := range r.Characteristics {
+		j.Characteristics = append(j.Characteristics, c.String())
+	}
+	if !r.Native {
+		j.Evaluation, j.Fallback = "fallback", r.Fallback
+	}
+	if r.RequestTime {
+		j.Counted = "request"
+	}
+	return j
+}
+
+// ruleTestJSON is one line of guardd rules test --json.
+type ruleTestJSON struct {
+	Test            string  `json:"test"`
+	Result          string  `json:"result"` // pass, fail or skip
+	File            string  `json:"file"`
+	Line            int     `json:"line"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	Error           string  `json:"error,omitempty"`
+}
+
+func rulesTest(srcs []ruleSource, asJSON bool, stdout, stderr io.Writer) int {
 	passed, failed, skipped := 0, 0, 0
 	status := 0
 	for _, src := range srcs {
@@ -194,6 +246,20 @@ func rulesTest(srcs []ruleSource, stdout, stderr io.Writer) int {
 		for _, r := range res {
 			name := strings.TrimPrefix(r.Package, "data.") + "." + r.Name
 			loc := filepath.Join(src.name, r.File) + ":" + strconv.Itoa(r.Line)
+			if asJSON {
+				j := ruleTestJSON{Test: name, Result: "pass", File: filepath.Join(src.name, r.File), Line: r.Line, DurationSeconds: r.Duration.Seconds()}
+				switch {
+				case r.Skip:
+					j.Result = "skip"
+				case !r.Pass:
+					j.Result, status = "fail", 1
+					if r.Err != nil {
+						j.Error = r.Err.Error()
+					}
+				}
+				writeJSONLine(stdout, j)
+				continue
+			}
 			switch {
 			case r.Skip:
 				skipped++
@@ -211,6 +277,9 @@ func rulesTest(srcs []ruleSource, stdout, stderr io.Writer) int {
 				}
 			}
 		}
+	}
+	if asJSON {
+		return status
 	}
 	fmt.Fprintln(stdout, strings.Repeat("-", 72))
 	if skipped > 0 {

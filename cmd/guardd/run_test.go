@@ -184,7 +184,7 @@ func TestDaemon(t *testing.T) {
 		t.Fatalf("manual prefix rate limit: %d %q", c, d)
 	}
 	out.Reset()
-	if rc := runStatus(base, &out, &errb); rc != 0 || !strings.Contains(out.String(), `"test_login"`) {
+	if rc := runStatus(append(base, "--json"), &out, &errb); rc != 0 || !strings.Contains(out.String(), `"test_login"`) {
 		t.Fatalf("status: %d %s %s", rc, out.String(), errb.String())
 	}
 	// Without the token: refused.

@@ -26,6 +26,7 @@ func (s *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	active := d.store.List(now)
 	st.Active = len(active)
 	st.ByRule, st.ByAction = report.Counts(active)
+	st.Keys = report.KeyKinds(active)
 	if t := d.lastEvent.Load(); t != 0 {
 		st.LastEvent = time.Unix(0, t).UTC()
 		st.TailLag = max(now.Sub(st.LastEvent).Seconds(), 0)

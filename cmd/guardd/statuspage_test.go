@@ -17,16 +17,24 @@ func TestStatusPage(t *testing.T) {
 		cli(t, append([]string{"add", "--scope", "ip.src=" + ip, "--reason", "abuse"}, clientArgs(td)...)...)
 	}
 	cli(t, append([]string{"add", "--scope", "ip.src=203.0.113.9", "--action", "rate_limit"}, clientArgs(td)...)...)
+	cli(t, append([]string{"add", "--scope", "ip.src.prefix=198.51.100.0/24", "--action", "challenge"}, clientArgs(td)...)...)
 	for range 20 {
 		td.decide(t, "192.0.2.1", "/")
 	}
+	for range 3 {
+		td.decide(t, "203.0.113.7", "/")
+		td.decide(t, "198.51.100.20", "/")
+	}
 	page := statusPageHTML(t, td)
-	for _, want := range []string{`<div class="big" id="active">3</div>`, "manual: abuse", "<td>block</td><td class=\"num\">2</td>", "rate_limit", "standalone"} {
+	for _, want := range []string{`<div class="big" id="active">4</div>`, "manual: abuse", "<td>block</td><td class=\"num\">2</td>", "rate_limit", "standalone",
+		// The summary: challenged beside blocked, the answers by outcome, the kinds of keys.
+		`id="acted-block">2</div>blocked`, `id="acted-challenge">1</div>challenged`, `<tr><td>block</td><td class="num">`, `<tr><td>challenge</td><td class="num">`,
+		`<td><code>ip.src</code></td><td class="num">3</td>`, `<td><code>ip.src.prefix</code></td><td class="num">1</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "203.0.113.") {
+	if strings.Contains(page, "203.0.113.") || strings.Contains(page, "198.51.100.") {
 		t.Error("the status page, served without the token, shows an address")
 	}
 	if !strings.Contains(page, `id="rate">`) || strings.Contains(page, `id="rate">0/s`) {

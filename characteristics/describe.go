@@ -1,0 +1,86 @@
+package characteristics
+
+import "strings"
+
+// Info describes one characteristic, for `guardd help characteristics`: the
+// table is built from the package's own list, so it names every
+// characteristic Parse accepts and no other.
+type Info struct {
+	Name  string // as rule metadata names it: "ip.src", `http.headers["name"]`
+	Input string // its path in the Rego input document: "input.ip.prefix"
+	Kind  string // "address", "prefix", "number", "string" or "true"
+	Doc   string // one line
+}
+
+// fieldDocs is one line per field; TestDescribe checks none is missing.
+var fieldDocs = [len(fields)]string{
+	fIP:          "client address after trusted-proxy handling of X-Forwarded-For",
+	fPrefix:      "client network (default /24 for IPv4, /64 for IPv6; characteristics.prefix_v4, prefix_v6)",
+	fASN:         "origin AS number, from characteristics.asn_database; absent when unknown",
+	fCountry:     "ISO 3166 alpha-2 country, from characteristics.country_database; absent when unknown",
+	fPort:        "client port (nginx's $remote_port, or the capture)",
+	fHost:        "Host header or nginx's $host",
+	fMethod:      `as sent: "GET", "POST"`,
+	fPath:        "request path without the query string, not lower-cased",
+	fQuery:       "query string without ?",
+	fProtocol:    `"HTTP/1.1", "HTTP/2.0"`,
+	fStatus:      "response status; absent when not known yet (decision API)",
+	fUserAgent:   "User-Agent header",
+	fReferer:     "Referer header",
+	fBytesSent:   "response bytes; always present",
+	fRequestTime: "request time in seconds; always present",
+	fHeader:      "any request header, lower-case name with -",
+	fCookie:      "any cookie",
+	fVar:         `any other variable of the log format, as a string (compare with "502", not 502)`,
+	fSNI:         "TLS server name, from sniffing or joined onto log lines",
+	fALPN:        "TLS ALPN offered",
+	fJA3:         "JA3 of the TLS ClientHello",
+	fJA3N:        "JA3 with sorted extensions",
+	fJA4:         "JA4 of the TLS ClientHello",
+	fJA4H:        "JA4H of the HTTP request",
+	fTime:        "event time, seconds since the epoch (from the log line or packet, never the wall clock in replay)",
+	fSource:      `which ingester produced the event: "nginx_log", "sniff", "decision" or "other"`,
+	fNormPath:    "the path percent-decoded, overlong UTF-8 and \\ read plainly, ;params dropped, . and .. resolved",
+	fNormQuery:   "the query percent-decoded, + as a space",
+	fNormUA:      "User-Agent percent-decoded",
+	fNormReferer: "Referer percent-decoded",
+	fArg:         `the first query argument of that name, decoded; "" for ?flag`,
+	fAnomaly:     "present when normalising the path found it: " + strings.Join(anomalyNames[:], ", "),
+	fBotName:     "the crawler the user agent names (googlebot, bingbot, ...); absent for other clients",
+	fBotVerified: "present only when the address is in that crawler's published ranges",
+	fSyslogHost:  "the host that sent the line over syslog (its header's HOSTNAME); absent for files, standard input and the decision API",
+	fTLSClient:   `"<kind>/<name>" of the TLS stack whose JA4 this is (library/curl, browser/chromium, ...), when known`,
+}
+
+// Describe lists every characteristic in the order of Names.
+func Describe() []Info {
+	names := Names()
+	out := make([]Info, len(fields))
+	for id, f := range fields {
+		in := Info{Name: names[id], Input: "input." + strings.Join(f.path, "."), Doc: fieldDocs[id]}
+		switch f.kind {
+		case KindAddr:
+			in.Kind = "address"
+		case KindPrefix:
+			in.Kind = "prefix"
+		case KindNumber:
+			in.Kind = "number"
+		default:
+			in.Kind = "string"
+		}
+		switch fieldID(id) {
+		case fHeader, fCookie, fArg:
+			in.Input += `["name"]`
+		case fVar:
+			in.Input += `["name"]`
+			in.Name = "log.name"
+		case fAnomaly:
+			in.Input += `["name"]`
+			in.Name, in.Kind = `http.anomalies["name"]`, "true"
+		case fBotVerified:
+			in.Kind = "true"
+		}
+		out[id] = in
+	}
+	return out
+}
