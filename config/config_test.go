@@ -16,23 +16,25 @@ import (
 // file and line come first, so each names the exact line of the bad key or
 // value.
 var badConfigs = map[string]string{
-	"unknown-key.bad.yml":       "unknown-key.bad.yml:3: field rulez not found",
-	"nested-unknown.bad.yml":    "nested-unknown.bad.yml:3: decision.shed_afterr: field shed_afterr not found",
-	"bad-proxy.bad.yml":         `bad-proxy.bad.yml:4: characteristics.trusted_proxies[1]: "not-an-address": want a CIDR or an address`,
-	"bad-proxy-flow.bad.yml":    `bad-proxy-flow.bad.yml:4: characteristics.trusted_proxies[1]: "bogus"`,
-	"bad-allow.bad.yml":         `bad-allow.bad.yml:4: mitigation.allowlist.values.ip.dst: unknown characteristic "ip.dst"`,
-	"no-rules.bad.yml":          "no-rules.bad.yml:1: rules: builtin disabled and no dirs given: there would be no rules",
-	"bad-type.bad.yml":          "bad-type.bad.yml:2: counting.max_keys: cannot unmarshal",
-	"bad-loops.bad.yml":         "bad-loops.bad.yml:2: decision.loops: 65",
-	"bad-action.bad.yml":        `bad-action.bad.yml:4: firewall.nftables.actions[1]: "nuke"`,
-	"negative-duration.bad.yml": "negative-duration.bad.yml:4: sources.nginx.poll_interval: -1s: want a positive duration",
-	"negative-nested.bad.yml":   "negative-nested.bad.yml:4: blocklist.nginx_geo.poll_interval: -5s",
-	"duration-int.bad.yml":      "duration-int.bad.yml:2: rules.eval_timeout: cannot unmarshal",
-	"syntax.bad.yml":            "syntax.bad.yml:3: found a tab character",
-	"fleet-mode.bad.yml":        `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
-	"fleet-sentinel.bad.yml":    "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
-	"login-relative.bad.yml":    `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
-	"login-empty.bad.yml":       "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
+	"unknown-key.bad.yml":          "unknown-key.bad.yml:3: field rulez not found",
+	"nested-unknown.bad.yml":       "nested-unknown.bad.yml:3: decision.shed_afterr: field shed_afterr not found",
+	"bad-proxy.bad.yml":            `bad-proxy.bad.yml:4: characteristics.trusted_proxies[1]: "not-an-address": want a CIDR or an address`,
+	"bad-proxy-flow.bad.yml":       `bad-proxy-flow.bad.yml:4: characteristics.trusted_proxies[1]: "bogus"`,
+	"bad-allow.bad.yml":            `bad-allow.bad.yml:4: mitigation.allowlist.values.ip.dst: unknown characteristic "ip.dst"`,
+	"no-rules.bad.yml":             "no-rules.bad.yml:1: rules: builtin disabled and no dirs given: there would be no rules",
+	"bad-type.bad.yml":             "bad-type.bad.yml:2: counting.max_keys: cannot unmarshal",
+	"bad-loops.bad.yml":            "bad-loops.bad.yml:2: decision.loops: 65",
+	"challenge-difficulty.bad.yml": "challenge-difficulty.bad.yml:2: challenge.difficulty: 40: want 1 to 28",
+	"challenge-cookie.bad.yml":     `challenge-cookie.bad.yml:3: challenge.cookie: "bad cookie"`,
+	"bad-action.bad.yml":           `bad-action.bad.yml:4: firewall.nftables.actions[1]: "nuke"`,
+	"negative-duration.bad.yml":    "negative-duration.bad.yml:4: sources.nginx.poll_interval: -1s: want a positive duration",
+	"negative-nested.bad.yml":      "negative-nested.bad.yml:4: blocklist.nginx_geo.poll_interval: -5s",
+	"duration-int.bad.yml":         "duration-int.bad.yml:2: rules.eval_timeout: cannot unmarshal",
+	"syntax.bad.yml":               "syntax.bad.yml:3: found a tab character",
+	"fleet-mode.bad.yml":           `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
+	"fleet-sentinel.bad.yml":       "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
+	"login-relative.bad.yml":       `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
+	"login-empty.bad.yml":          "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
 }
 
 func TestConfigFiles(t *testing.T) {
@@ -222,5 +224,18 @@ func TestInputsOutputs(t *testing.T) {
 				t.Errorf("Outputs() = %q, want %q", got, tc.outs)
 			}
 		})
+	}
+}
+
+func TestChallengeConfig(t *testing.T) {
+	cfg, err := Load("testdata/challenge.good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := cfg.Challenge; ch.Difficulty != 18 || ch.MaxUnsolved != 3 || ch.ClearanceTTL != 12*time.Hour || cfg.ChallengeKeyFile() != "/etc/guardd/challenge.key" {
+		t.Errorf("challenge = %+v, key file %s", ch, cfg.ChallengeKeyFile())
+	}
+	if def := Default(); def.ChallengeKeyFile() != DefaultStateDir+"/challenge.key" {
+		t.Errorf("default key file %s", def.ChallengeKeyFile())
 	}
 }

@@ -32,6 +32,7 @@ var ReloadOf = map[string]string{
 	"firewall":             "restart",
 	"shedding":             "restart",
 	"fleet":                "restart",
+	"challenge":            "restart",
 }
 
 // refRow is one key of the reference.
