@@ -82,7 +82,7 @@ type ChallengeConfig struct {
 	// 10m.
 	ChallengeTTL time.Duration `yaml:"challenge_ttl"`
 	// Difficulty is the proof of work's leading zero bits for rules without
-	// challenge_difficulty, 1 to 28; 0 means 17 (about a second in a
+	// challenge_difficulty, 1 to 28; 0 means 18 (about a second in a
 	// browser, docs/rules.md).
 	Difficulty int `yaml:"difficulty"`
 	// MaxUnsolved is how many challenges an address is shown without
@@ -636,7 +636,7 @@ func (c *Config) Clone() *Config {
 
 func (ch ChallengeConfig) validate() error {
 	if ch.Difficulty < 0 || ch.Difficulty > rules.MaxChallengeDifficulty {
-		return fieldErrorf("challenge.difficulty", "%d: want 1 to %d leading zero bits (0 means 17)", ch.Difficulty, rules.MaxChallengeDifficulty)
+		return fieldErrorf("challenge.difficulty", "%d: want 1 to %d leading zero bits (0 means 18)", ch.Difficulty, rules.MaxChallengeDifficulty)
 	}
 	if ch.MaxUnsolved < -1 {
 		return fieldErrorf("challenge.max_unsolved", "%d: want -1 (never), 0 (default 5) or more", ch.MaxUnsolved)
