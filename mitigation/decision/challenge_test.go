@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -365,3 +366,28 @@ func BenchmarkDecideClearance(b *testing.B) {
 }
 
 func sha(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// TestDocsChallengeRule: the example rule of docs/rules.md "Challenges"
+// loads, as a challenge with its fallback.
+func TestDocsChallengeRule(t *testing.T) {
+	data, err := os.ReadFile("../../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(string(data), "```rego\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(block, "action: challenge") {
+			continue
+		}
+		set, err := rules.Load(fstest.MapFS{"example.rego": {Data: []byte(block)}}, rules.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := set.Rules()[0]
+		if r.Action != mitigation.ActionChallenge || r.Challenge.Fallback != mitigation.ActionRateLimit || r.Challenge.Difficulty != 18 {
+			t.Errorf("docs example: %s %+v", r.Action, r.Challenge)
+		}
+		return
+	}
+	t.Fatal("docs/rules.md has no challenge rule example")
+}
