@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -499,5 +500,11 @@ func BenchmarkSolveDefault(b *testing.B) {
 		i++
 		c := string(g.AppendChallenge(nil, ev, "r", rules.Challenge{}, "/", t0.Add(time.Duration(i))))
 		Solve(c, DefaultDifficulty)
+	}
+}
+
+func TestShareEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(shareEntry{}); n != 64 {
+		t.Errorf("shareEntry is %d bytes, want 64 (one cache line)", n)
 	}
 }

@@ -38,7 +38,7 @@ const (
 	// in headless Chromium on a 2-core machine (docs/rules.md).
 	DefaultDifficulty     = 18
 	DefaultMaxUnsolved    = 5
-	DefaultShareAddresses = 8
+	DefaultShareAddresses = 8 // at most shareAddrs-1
 	// DefaultTrackerSlots sizes the sharing and escalation tables.
 	DefaultTrackerSlots = 1 << 17
 )

@@ -32,7 +32,9 @@ type shareTracker struct {
 	shards [trackerShards]shareShard
 }
 
-const shareAddrs = 16 // addresses remembered per clearance; limit must be below
+// shareAddrs is how many addresses an entry remembers; limit must be
+// below. An entry is 64 bytes, one cache line.
+const shareAddrs = 10
 
 type shareShard struct {
 	mu      sync.Mutex
@@ -41,10 +43,10 @@ type shareShard struct {
 
 type shareEntry struct {
 	id      uint64
-	expires int64
-	revoked bool
+	expires int64 // Unix seconds
+	addrs   [shareAddrs]uint32
 	n       uint8
-	addrs   [shareAddrs]uint64
+	revoked bool
 }
 
 func newShareTracker(slots, limit int) *shareTracker {
@@ -60,7 +62,7 @@ func newShareTracker(slots, limit int) *shareTracker {
 // presented by ip and reports whether it is revoked.
 func (t *shareTracker) see(id uint64, expires int64, ip netip.Addr, now time.Time) (revoked bool) {
 	sh := &t.shards[id%trackerShards]
-	a := addrHash(ip)
+	a := uint32(addrHash(ip)>>32) | 1
 	sh.mu.Lock()
 	e := &sh.entries[(id/trackerShards)%uint64(len(sh.entries))]
 	if e.id != id {

@@ -93,7 +93,7 @@ type ChallengeConfig struct {
 	// means 1h.
 	BlockFor time.Duration `yaml:"block_for"`
 	// ShareAddresses is how many distinct addresses may present one
-	// clearance before it is revoked (token sharing), 1 to 15; 0 means 8.
+	// clearance before it is revoked (token sharing), 1 to 9; 0 means 8.
 	ShareAddresses int `yaml:"share_addresses"`
 	// Cookie is the clearance cookie's name; default guardd_clearance.
 	Cookie string `yaml:"cookie"`
@@ -641,8 +641,8 @@ func (ch ChallengeConfig) validate() error {
 	if ch.MaxUnsolved < -1 {
 		return fieldErrorf("challenge.max_unsolved", "%d: want -1 (never), 0 (default 5) or more", ch.MaxUnsolved)
 	}
-	if ch.ShareAddresses < 0 || ch.ShareAddresses > 15 {
-		return fieldErrorf("challenge.share_addresses", "%d: want 1 to 15 (0 means 8)", ch.ShareAddresses)
+	if ch.ShareAddresses < 0 || ch.ShareAddresses > 9 {
+		return fieldErrorf("challenge.share_addresses", "%d: want 1 to 9 (0 means 8)", ch.ShareAddresses)
 	}
 	for i := 0; i < len(ch.Cookie); i++ {
 		if c := ch.Cookie[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
