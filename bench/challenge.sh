@@ -22,7 +22,7 @@ if [ "$(id -u)" = 0 ] && { ! command -v wrk >/dev/null || ! [ -x /usr/sbin/nginx
   apt-get update -qq && apt-get install -y -qq wrk nginx-light >/dev/null
 fi
 go build -o "$out/guardd" ./cmd/guardd
-go run ./bench/cmd/clearances -keys "$out/state/challenge.key" -n 1000000 -ua "Mozilla/5.0" > "$out/clearances.txt"
+go run ./bench/cmd/clearances -keys "$out/state/challenge.key" -n "${N:-1000000}" -ua "Mozilla/5.0" > "$out/clearances.txt"
 : > "$out/access.log"
 cat > "$out/guardd.yaml" <<YAML
 sources: {nginx: {paths: ["$out/access.log"]}}
