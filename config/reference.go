@@ -33,6 +33,9 @@ var ReloadOf = map[string]string{
 	"shedding":             "restart",
 	"fleet":                "restart",
 	"challenge":            "restart",
+	"scoring":              "yes (thresholds and timeout; the scores are kept)",
+	"scoring.half_life":    "restart",
+	"scoring.max_keys":     "restart",
 }
 
 // refRow is one key of the reference.
