@@ -33,8 +33,8 @@ const (
 	DefaultClearanceTTL = 24 * time.Hour
 	DefaultChallengeTTL = 10 * time.Minute
 	// DefaultDifficulty is the proof of work's leading zero bits: about
-	// 2^18 SHA-256 hashes on average: page to application in about 0.5s
-	// (median; 0.15s to 1.7s)
+	// 2^18 SHA-256 hashes on average: page to application in 0.4s to 0.8s
+	// (medians; 0.15s to 2.7s)
 	// in headless Chromium on a 2-core machine (docs/rules.md).
 	DefaultDifficulty     = 18
 	DefaultMaxUnsolved    = 5

@@ -69,6 +69,9 @@ func TestChallengeNginxChromium(t *testing.T) {
 
 	// guardd on a fixed port, so that nginx finds it again after a restart;
 	// ip.src.prefix is /8 so that one mitigation covers every test address.
+	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules", "gentle.rego"), []byte(gentleRule), 0o644)
 	decPort := nginxtest.FreePort(t)
 	format := `log_format guardd '$remote_addr - $remote_user [$time_local] "$request" ' '$status $body_bytes_sent "$http_referer" "$http_user_agent" ' '$remote_port $request_time "$host" "$http_x_forwarded_for" ' '"$cookie_session" $request_id';`
 	writeTestConfig(t, dir, fmt.Sprintf(`
@@ -80,8 +83,9 @@ challenge: {max_unsolved: 4, block_for: 10m}
 `, format, decPort))
 	td := startDaemon(t, dir)
 	t.Cleanup(func() { td.stop(t) })
-	if _, ok, err := td.d.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionChallenge, Origin: mitigation.OriginAPI,
-		Scope: mitigation.Scope{{Name: "ip.src.prefix", Value: "127.0.0.0/8"}}, Expires: time.Now().Add(time.Hour)}, time.Now()); err != nil || !ok {
+	manual, ok, err := td.d.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionChallenge, Origin: mitigation.OriginAPI,
+		Scope: mitigation.Scope{{Name: "ip.src.prefix", Value: "127.0.0.0/8"}}, Expires: time.Now().Add(time.Hour)}, time.Now())
+	if err != nil || !ok {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "state", "challenge.key")); err != nil || st.Mode().Perm() != 0o600 {
@@ -268,7 +272,47 @@ print(r.status_code, r.headers.get("Retry-After"), "the application" in r.text)`
 	if code, body := curlAs(t, "127.5.0.1", base+"/", "-H", "Accept: text/html"); code != 403 || strings.Contains(body, "Checking your browser") {
 		t.Errorf("after 5 unsolved challenges: %d %q, want the block", code, body)
 	}
+
+	// The cookie tier (rule gentle): the browser without JavaScript passes
+	// it, by following the meta refresh and keeping the cookie; curl, which
+	// follows neither, does not.
+	td.d.store.Delete(manual.ID)
+	if _, ok, err := td.d.store.Add(mitigation.Mitigation{Rule: "gentle", Action: mitigation.ActionChallenge, Origin: mitigation.OriginRule,
+		Scope: mitigation.Scope{{Name: "ip.src.prefix", Value: "127.0.0.0/8"}}, Expires: time.Now().Add(time.Hour)}, time.Now()); err != nil || !ok {
+		t.Fatal(err)
+	}
+	if code, body := curlAs(t, "127.6.0.1", base+"/gentle", "-L", "-H", "Accept: text/html"); code != 403 || !strings.Contains(body, `http-equiv="refresh"`) {
+		t.Errorf("curl under the cookie tier: %d, want the page", code)
+	}
+	hits = appHits.Load()
+	if err := chromedp.Do(nojs, chromedp.Navigate(base+"/gentle")); err != nil {
+		t.Fatal(err)
+	}
+	body, err = chromedp.Run(nojs, chromedp.Text(chromedp.ID("app"), chromedp.NodeVisible))
+	if err != nil || body != "the application: /gentle" || appHits.Load() != hits+1 {
+		t.Fatalf("Chromium without JavaScript under the cookie tier: %q %v", body, err)
+	}
+	if n := metricValue(t, td, "guardd_challenge_passed_total", "rule", "gentle"); n != 1 {
+		t.Errorf("passed_total{rule=gentle} = %v", n)
+	}
 }
+
+// gentleRule challenges with the cookie tier (its mitigation is added by
+// the test).
+const gentleRule = `# METADATA
+# title: gentle
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: 1000
+#   action: challenge
+#   challenge_tier: cookie
+package guardd.rules.gentle
+
+count if input.http.path == "/never"
+
+mitigate if true
+`
 
 func chromiumPath(t *testing.T) string {
 	for _, b := range []string{"chromium", "chromium-browser"} {

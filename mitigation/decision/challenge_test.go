@@ -391,3 +391,39 @@ func TestDocsChallengeRule(t *testing.T) {
 	}
 	t.Fatal("docs/rules.md has no challenge rule example")
 }
+
+// FuzzChallengeDecide: whatever a client puts in the URI (the solve
+// endpoint's query above all), its cookies and headers, a decision under a
+// challenge is made without a panic, round-trips through /v1/respond's
+// parser, and only a solved challenge yields a clearance.
+func FuzzChallengeDecide(f *testing.F) {
+	h, _, _ := challengeSetup(f, 0)
+	at := now.Add(time.Minute)
+	f.Add("192.0.2.10", "GET", "/.guardd/solve?c=AAAA&n=1&r=%2F", browserUA, htmlAccept, "")
+	f.Add("192.0.2.10", "GET", "/search?q=1", browserUA, htmlAccept, challenge.DefaultCookie+"=AQ")
+	f.Add("198.51.100.5", "HEAD", "/.guardd/", "", "text/HTML", "")
+	f.Add("192.0.2.10", "POST", "/.guardd/solve", browserUA, "*/*", "guardd_clearance=;guardd_clearance=x")
+	f.Fuzz(func(t *testing.T, ip, method, uri, ua, accept, cookie string) {
+		if len(uri)+len(cookie)+len(ua)+len(accept) > 16384 {
+			return
+		}
+		r := browserReq(ip, method, uri, ua, accept, cookie)
+		s := h.pool.Get().(*scratch)
+		defer h.pool.Put(s)
+		d, err := h.Decide(r, s, at)
+		if err != nil || d.Allow {
+			return
+		}
+		enc := d.encode()
+		p, err := parseDecision(enc)
+		if err != nil {
+			t.Fatalf("decision %q does not parse: %v", enc, err)
+		}
+		if p.solved != d.Solved || p.token != string(d.Token) {
+			t.Fatalf("decision %q: token lost", enc)
+		}
+		if d.Solved && !strings.HasPrefix(uri, challenge.SolvePath+"?") {
+			t.Fatalf("a clearance for %q", uri)
+		}
+	})
+}
