@@ -303,18 +303,20 @@ func TestChallengeEscalation(t *testing.T) {
 	}
 }
 
-// TestDecideClearedAllocs: a cleared request under a challenge mitigation
-// is decided without allocating.
+// TestDecideClearedAllocs: under a challenge mitigation, a cleared request,
+// one that gets the fallback and one that gets a signed challenge for the
+// page are decided without allocating.
 func TestDecideClearedAllocs(t *testing.T) {
-	h, _, gate := challengeSetup(t, 0)
+	h, _, gate := challengeSetup(t, -1) // pages shown are never escalated here
 	at := now.Add(time.Minute)
 	tok := gate.IssueClearance(challenge.Subject{IP: netip.MustParseAddr("192.0.2.10"), UserAgent: browserUA}, at)
-	for name, cookie := range map[string]string{"cleared": "session=x; " + challenge.DefaultCookie + "=" + tok, "not cleared, POST": ""} {
-		method := "GET"
-		if cookie == "" {
-			method = "POST"
-		}
-		r := browserReq("192.0.2.10", method, "/search?q=1", browserUA, htmlAccept, cookie)
+	for _, tc := range []struct{ name, ip, method, cookie string }{
+		{"cleared", "192.0.2.10", "GET", "session=x; " + challenge.DefaultCookie + "=" + tok},
+		{"not cleared, POST: the fallback", "192.0.2.10", "POST", ""},
+		{"not cleared, GET: a page", "192.0.2.11", "GET", "session=x"},
+	} {
+		name := tc.name
+		r := browserReq(tc.ip, tc.method, "/search?q=1", browserUA, htmlAccept, tc.cookie)
 		s := h.pool.Get().(*scratch)
 		d, _ := h.Decide(r, s, at)
 		if (name == "cleared") != d.Allow {
