@@ -7,7 +7,7 @@
 # (the cookies are not checked), guardd with a manual challenge over
 # 10.0.0.0/8 (every request's clearance checked, all allowed), and nginx
 # `return 204`.
-# Installs wrk and nginx when absent (as root, services kept from starting).
+# Uses wrk when installed, else bench/cmd/decideload (LOAD=go forces it).
 # Ports 19495-19497 on 127.0.0.1.
 #
 #   bench/challenge.sh [DURATION]    default 10s
@@ -16,11 +16,7 @@ cd "$(dirname "$0")/.."
 dur=${1:-10s}
 out=$PWD/bench/out/challenge
 rm -rf "$out"; mkdir -p "$out/state"; chmod 700 "$out/state"
-export DEBIAN_FRONTEND=noninteractive
-if [ "$(id -u)" = 0 ] && { ! command -v wrk >/dev/null || ! [ -x /usr/sbin/nginx ]; }; then
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-  apt-get update -qq && apt-get install -y -qq wrk nginx-light >/dev/null
-fi
+[ -x /usr/sbin/nginx ] || { echo "nginx is not installed (Debian: nginx-light)" >&2; exit 1; }
 go build -o "$out/guardd" ./cmd/guardd
 go run ./bench/cmd/clearances -keys "$out/state/challenge.key" -n "${N:-1000000}" -ua "Mozilla/5.0" > "$out/clearances.txt"
 : > "$out/access.log"
@@ -37,6 +33,7 @@ cat > "$out/nginx.conf" <<NGINX
 daemon off; worker_processes 1; user root; pid $out/nginx.pid; error_log $out/nginx.err;
 events { worker_connections 1024; }
 http { access_log off; client_body_temp_path $out/b; proxy_temp_path $out/p; fastcgi_temp_path $out/f; uwsgi_temp_path $out/u; scgi_temp_path $out/s;
+  keepalive_requests 1000000;
   server { listen 127.0.0.1:19497; location / { return 204; } } }
 NGINX
 /usr/sbin/nginx -p "$out" -c "$out/nginx.conf" &
@@ -60,14 +57,23 @@ request = function()
     ["Cookie"] = "session=s" .. n .. "; guardd_clearance=" .. tok})
 end
 LUA
-run() { wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" "$1" | grep -E "Requests/sec|Latency|  50%|  99%|Non-2xx"; }
-echo "machine: $(nproc) cores, $(date -u +'%F %H:%M'), load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t1 -c32 -d$dur --latency"
+# Without wrk (LOAD=go, or wrk absent), bench/cmd/decideload sends the same
+# requests from Go.
+if [ "${LOAD:-}" = go ] || ! command -v wrk >/dev/null; then
+  go build -o "$out/decideload" ./bench/cmd/decideload
+  run() { "$out/decideload" -addr "$1" -file "$out/clearances.txt" -c 32 -d "$dur" | sed 's|^|  |'; }
+  client="bench/cmd/decideload -c32 -d$dur"
+else
+  run() { wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" "http://$1/v1/decide" | grep -E "Requests/sec|Latency|  50%|  99%|Non-2xx"; }
+  client="wrk -t1 -c32 -d$dur --latency"
+fi
+echo "machine: $(nproc) cores, $(date -u +'%F %H:%M'), load $(cut -d' ' -f1-3 /proc/loadavg), $client"
 echo "== guardd /v1/decide, no challenge mitigation (cookies present, not checked)"
-run http://127.0.0.1:19495/v1/decide
+run 127.0.0.1:19495
 "$out/guardd" decisions add --scope ip.src.prefix=10.0.0.0/8 --action challenge --duration 1h \
   --admin 127.0.0.1:19496 --token-file "$out/state/admin.token" > /dev/null
 echo "== guardd /v1/decide, a challenge over 10.0.0.0/8: each of 1,000,000 clearances checked"
-run http://127.0.0.1:19495/v1/decide
+run 127.0.0.1:19495
 echo "== nginx return 204, the same requests (wrk's Lua script)"
-run http://127.0.0.1:19497/v1/decide
+run 127.0.0.1:19497
 curl -s http://127.0.0.1:19496/metrics | grep -E '^guardd_challenge_clearances_checked_total|^guardd_decision_requests_total|^process_resident_memory_bytes' | grep -v ' 0$'
