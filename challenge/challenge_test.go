@@ -124,7 +124,7 @@ func TestClearance(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, r := verifyClearance(g.keys, tc.value, Subject{IP: netip.MustParseAddr(tc.ip), UserAgent: tc.ua}, tc.now)
+			_, _, _, r := verifyClearance(g.keys, tc.value, Subject{IP: netip.MustParseAddr(tc.ip), UserAgent: tc.ua}, tc.now)
 			if r != tc.want {
 				t.Errorf("got %s, want %s", r, tc.want)
 			}

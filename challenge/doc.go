@@ -33,7 +33,9 @@
 //     in secure contexts.
 //   - Sharing. A clearance presented from more than Config.ShareAddresses
 //     distinct addresses (counted whether or not its network binding holds
-//     there) is revoked: its users are challenged again.
+//     there) is revoked: its users are challenged again. A clearance carries
+//     a hash of the address it was issued to; that address's own
+//     presentations are not counted.
 //   - Escalation. An address shown Config.MaxUnsolved challenges without
 //     passing one, or sending a proof of work that does not hold, is handed
 //     to the caller's Escalator (the daemon blocks it). A challenge that is

@@ -192,11 +192,17 @@ func (g *Gate) Cleared(ev *characteristics.Event, now time.Time) bool {
 		if c.Name != g.cookie {
 			continue
 		}
-		id, exp, r := verifyClearance(g.keys, c.Value, subjectOf(ev), now)
+		id, exp, owner, r := verifyClearance(g.keys, c.Value, subjectOf(ev), now)
 		if id != 0 && r != ReasonExpired {
 			// Signed by us and current: whether or not it binds this
-			// client, count where it is presented from.
-			if g.share.see(id, exp, ev.IP, now) && r == ReasonOK {
+			// client, count where else it is presented from.
+			var revoked bool
+			if owner == addr32(ev.IP) {
+				revoked = g.share.isRevoked(id, now)
+			} else {
+				revoked = g.share.see(id, exp, ev.IP, now)
+			}
+			if revoked && r == ReasonOK {
 				r = ReasonRevoked
 			}
 		}

@@ -25,7 +25,8 @@ const (
 	clrNetwork   = 21 // 9 bytes: family, then 3 (IPv4 /24) or 8 (IPv6 /64) bytes
 	clrUA        = 30 // 8 bytes of SHA-256 of the User-Agent
 	clrJA4       = 38 // 8 bytes of SHA-256 of the JA4, zero when none was joined
-	clrPayload   = 46
+	clrOwner     = 46 // 4 bytes: addr32 of the address it was issued to
+	clrPayload   = 50
 	clearanceN   = clrPayload + sha256.Size
 	clearanceB64 = (clearanceN*8 + 5) / 6
 )
@@ -79,6 +80,7 @@ func (c *clearance) keyID() uint32    { return binary.BigEndian.Uint32(c.raw[clr
 func (c *clearance) expires() int64   { return int64(binary.BigEndian.Uint64(c.raw[clrExpires:])) }
 func (c *clearance) id() uint64       { return binary.BigEndian.Uint64(c.raw[clrID:]) }
 func (c *clearance) network() network { return network(c.raw[clrNetwork : clrNetwork+9]) }
+func (c *clearance) owner() uint32    { return binary.BigEndian.Uint32(c.raw[clrOwner:]) }
 
 // Subject is what a token binds: the client's address (its network is
 // bound), User-Agent and, when one was joined, JA4.
@@ -104,46 +106,48 @@ func appendClearance(dst []byte, k *key, sub Subject, id uint64, expires time.Ti
 		j := hash8(sub.JA4)
 		copy(c.raw[clrJA4:], j[:])
 	}
+	binary.BigEndian.PutUint32(c.raw[clrOwner:], addr32(sub.IP))
 	mac := k.mac(c.raw[:clrPayload])
 	copy(c.raw[clrPayload:], mac[:])
 	return appendBase64(dst, c.raw[:])
 }
 
 // verifyClearance decodes and checks the clearance in s for sub at now. It
-// allocates nothing. The id is set once the signature is good, even when a
-// binding fails, so a shared clearance can be tracked.
-func verifyClearance(kr *Keyring, s string, sub Subject, now time.Time) (id uint64, expires int64, r Reason) {
+// allocates nothing. The id, expiry and owner (addr32 of the address it
+// was issued to) are set once the signature is good, even when a binding
+// fails, so a shared clearance can be tracked.
+func verifyClearance(kr *Keyring, s string, sub Subject, now time.Time) (id uint64, expires int64, owner uint32, r Reason) {
 	var c clearance
 	if len(s) != clearanceB64 || !decodeBase64(c.raw[:], s) || c.raw[clrVersion] != versionClearance {
-		return 0, 0, ReasonMalformed
+		return 0, 0, 0, ReasonMalformed
 	}
 	k := kr.find(c.keyID())
 	if k == nil {
-		return 0, 0, ReasonUnknownKey
+		return 0, 0, 0, ReasonUnknownKey
 	}
 	mac := k.mac(c.raw[:clrPayload])
 	if !hmac.Equal(mac[:], c.raw[clrPayload:]) {
-		return 0, 0, ReasonBadSignature
+		return 0, 0, 0, ReasonBadSignature
 	}
-	id, expires = c.id(), c.expires()
+	id, expires, owner = c.id(), c.expires(), c.owner()
 	if now.Unix() >= expires {
-		return id, expires, ReasonExpired
+		return id, expires, owner, ReasonExpired
 	}
 	if c.network() != networkOf(sub.IP) {
-		return id, expires, ReasonNetwork
+		return id, expires, owner, ReasonNetwork
 	}
 	if ua := hash8(sub.UserAgent); !hmac.Equal(ua[:], c.raw[clrUA:clrUA+8]) {
-		return id, expires, ReasonUserAgent
+		return id, expires, owner, ReasonUserAgent
 	}
 	// A clearance bound to a JA4 is refused on a request whose JA4 is
 	// known and differs; the join is best effort, so an unknown JA4 passes.
 	var zero [8]byte
 	if sub.JA4 != "" && [8]byte(c.raw[clrJA4:clrJA4+8]) != zero {
 		if j := hash8(sub.JA4); !hmac.Equal(j[:], c.raw[clrJA4:clrJA4+8]) {
-			return id, expires, ReasonJA4
+			return id, expires, owner, ReasonJA4
 		}
 	}
-	return id, expires, ReasonOK
+	return id, expires, owner, ReasonOK
 }
 
 // base64url without padding, encoded and decoded without allocating.

@@ -3,6 +3,7 @@ package challenge
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,19 +18,27 @@ func addrHash(ip netip.Addr) uint64 {
 	return h | 1 // 0 marks an empty slot
 }
 
+// addr32 is the 32-bit form of addrHash a clearance and the sharing table
+// keep.
+func addr32(ip netip.Addr) uint32 { return uint32(addrHash(ip)>>32) | 1 }
+
 // trackerShards splits the trackers' tables so concurrent decisions rarely
 // wait on one another.
 const trackerShards = 64
 
-// shareTracker counts the distinct addresses that present one clearance
-// (whether or not its network binding holds there) and revokes it when
-// there are more than limit: a clearance solved once and handed to a farm.
+// shareTracker counts the distinct addresses other than its owner's (the
+// one it was issued to) that present one clearance, whether or not its
+// network binding holds there, and revokes it when they reach limit: a
+// clearance solved once and handed to a farm. The owner's own
+// presentations, nearly all of them, touch the table only once some
+// clearance has been revoked.
 // Its memory is bounded: a direct-mapped table of clearance ids; a newer
 // clearance takes an older one's slot, except that a revoked clearance
 // keeps its slot until it expires. Safe for concurrent use.
 type shareTracker struct {
-	limit  int
-	shards [trackerShards]shareShard
+	limit      int
+	anyRevoked atomic.Bool
+	shards     [trackerShards]shareShard
 }
 
 // shareAddrs is how many addresses an entry remembers; limit must be
@@ -58,11 +67,24 @@ func newShareTracker(slots, limit int) *shareTracker {
 	return t
 }
 
+// isRevoked reports whether clearance id is revoked, for its owner.
+func (t *shareTracker) isRevoked(id uint64, now time.Time) bool {
+	if !t.anyRevoked.Load() {
+		return false
+	}
+	sh := &t.shards[id%trackerShards]
+	sh.mu.Lock()
+	e := &sh.entries[(id/trackerShards)%uint64(len(sh.entries))]
+	revoked := e.id == id && e.revoked && e.expires > now.Unix()
+	sh.mu.Unlock()
+	return revoked
+}
+
 // see records that clearance id (expiring at expires, Unix seconds) was
-// presented by ip and reports whether it is revoked.
+// presented by ip, not its owner, and reports whether it is revoked.
 func (t *shareTracker) see(id uint64, expires int64, ip netip.Addr, now time.Time) (revoked bool) {
 	sh := &t.shards[id%trackerShards]
-	a := uint32(addrHash(ip)>>32) | 1
+	a := addr32(ip)
 	sh.mu.Lock()
 	e := &sh.entries[(id/trackerShards)%uint64(len(sh.entries))]
 	if e.id != id {
@@ -87,8 +109,9 @@ func (t *shareTracker) see(id uint64, expires int64, ip netip.Addr, now time.Tim
 			if e.n < 255 {
 				e.n++
 			}
-			if int(e.n) > t.limit {
+			if int(e.n) >= t.limit {
 				e.revoked = true
+				t.anyRevoked.Store(true)
 			}
 		}
 	}
