@@ -56,6 +56,7 @@ const (
 	fBotName
 	fBotVerified
 	fTLSClient
+	fSyslogHost
 )
 
 // field describes one fixed characteristic: its canonical name, its path in the
@@ -102,6 +103,7 @@ var fields = [...]field{
 	fBotName:     {"bot.name", []string{"bot", "name"}, KindString},
 	fBotVerified: {"bot.verified", []string{"bot", "verified"}, KindString},
 	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
+	fSyslogHost:  {"syslog.host", []string{"syslog", "host"}, KindString},
 }
 
 // byName maps every accepted spelling of a fixed characteristic to its field.
@@ -328,6 +330,8 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 		return "", false
 	case fTLSClient:
 		return e.TLSClient()
+	case fSyslogHost:
+		s = e.SyslogHost
 	default:
 		return "", false
 	}

@@ -13,23 +13,24 @@ import (
 
 func sampleEvent() *characteristics.Event {
 	return &characteristics.Event{
-		Time:      time.Unix(1700000000, 500_000_000),
-		Source:    characteristics.SourceNginxLog,
-		IP:        netip.MustParseAddr("203.0.113.7"),
-		Port:      51234,
-		Prefix:    netip.MustParsePrefix("203.0.113.0/24"),
-		ASN:       64500,
-		Country:   "NL",
-		Host:      "shop.example",
-		Method:    "POST",
-		Path:      "/login",
-		Query:     "next=/",
-		Status:    401,
-		UserAgent: "curl/8.0",
-		Headers:   []characteristics.Field{{Name: "x-api-key", Value: "k1"}, {Name: "x-cost", Value: "2.5"}},
-		Cookies:   []characteristics.Field{{Name: "session", Value: "abc"}},
-		Vars:      []characteristics.Field{{Name: "upstream_response_time", Value: "0.250"}},
-		TLS:       characteristics.TLS{JA4: "t13d1516h2_8daaf6152771_e5627efa2ab1"},
+		Time:       time.Unix(1700000000, 500_000_000),
+		Source:     characteristics.SourceNginxLog,
+		IP:         netip.MustParseAddr("203.0.113.7"),
+		Port:       51234,
+		Prefix:     netip.MustParsePrefix("203.0.113.0/24"),
+		ASN:        64500,
+		Country:    "NL",
+		Host:       "shop.example",
+		Method:     "POST",
+		Path:       "/login",
+		Query:      "next=/",
+		Status:     401,
+		UserAgent:  "curl/8.0",
+		Headers:    []characteristics.Field{{Name: "x-api-key", Value: "k1"}, {Name: "x-cost", Value: "2.5"}},
+		Cookies:    []characteristics.Field{{Name: "session", Value: "abc"}},
+		Vars:       []characteristics.Field{{Name: "upstream_response_time", Value: "0.250"}},
+		TLS:        characteristics.TLS{JA4: "t13d1516h2_8daaf6152771_e5627efa2ab1"},
+		SyslogHost: "edge-2",
 	}
 }
 
@@ -56,6 +57,7 @@ func TestParseAndRead(t *testing.T) {
 		{"tls.ja3", "tls.ja3", "", "tls.ja3", false},
 		{"http.ja4h", "http.ja4h", "", "http.ja4h", false},
 		{"source", "source", "nginx_log", "source", true},
+		{"syslog.host", "syslog.host", "edge-2", "syslog.host", true},
 		{"time", "time", "1700000000.5", "time", true},
 	}
 	for _, tt := range tests {
@@ -137,7 +139,7 @@ func TestInputDocument(t *testing.T) {
 		t.Error("absent ja3 present in input")
 	}
 	// Every characteristic's Path must lead to its value in the document.
-	for _, name := range []string{"ip.src", "ip.src.prefix", "http.method", "tls.ja4", "http.cookies.session", "log.upstream_response_time"} {
+	for _, name := range []string{"ip.src", "ip.src.prefix", "http.method", "tls.ja4", "http.cookies.session", "log.upstream_response_time", "syslog.host"} {
 		c := characteristics.MustParse(name)
 		var v any = doc
 		for _, k := range c.Path() {

@@ -71,6 +71,10 @@ type Event struct {
 	// address is in that crawler's published ranges (set by the Enricher).
 	Bot Bot
 
+	// SyslogHost is syslog.host: the host that sent the line over syslog
+	// (the HOSTNAME of its header), "" for other sources.
+	SyslogHost string
+
 	// stacks names the client software of a JA4 (tls.client); set by the
 	// Enricher and read lazily, since fingerprints are joined after it.
 	stacks *bots.Stacks
@@ -111,6 +115,7 @@ func (e *Event) Reset() {
 	e.TLS = TLS{}
 	e.JA4H = ""
 	e.Bot = Bot{}
+	e.SyslogHost = ""
 	e.stacks = nil
 	e.nrm.reset()
 }
@@ -154,6 +159,7 @@ func (e *Event) Clone() Event {
 	c.JA4H = strings.Clone(e.JA4H)
 	c.nrm = normalized{}
 	c.Bot.Name = strings.Clone(e.Bot.Name)
+	c.SyslogHost = strings.Clone(e.SyslogHost)
 	return c
 }
 

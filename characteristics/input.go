@@ -95,6 +95,9 @@ func (e *Event) Input() map[string]any {
 		"log":    fieldMap(e.Vars),
 		"source": e.Source.String(),
 	}
+	if e.SyslogHost != "" {
+		doc["syslog"] = map[string]any{"host": e.SyslogHost}
+	}
 	if !e.Time.IsZero() {
 		doc["time"] = float64(e.Time.UnixNano()) / 1e9
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting/redis"
+	"github.com/guardd/guardd/ingest/syslog"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/blocklist"
 	"github.com/guardd/guardd/mitigation/crowdsec"
@@ -195,6 +196,36 @@ type BlocklistConfig struct {
 // SourcesConfig says what the daemon reads.
 type SourcesConfig struct {
 	Nginx NginxSource `yaml:"nginx"`
+	// Syslog receives the lines nginx sends with access_log syslog:server=...
+	Syslog SyslogSource `yaml:"syslog"`
+	// Stdin reads access log lines from standard input as well, for
+	// `docker logs -f nginx | guardd run --stdin`; the flag --stdin sets it.
+	Stdin bool `yaml:"stdin"`
+}
+
+// SyslogSource listens for syslog messages (docs/sources.md).
+type SyslogSource struct {
+	// Listen lists the sockets, each "unixgram:/path/to.sock",
+	// "udp:ADDRESS:PORT" or "tcp:ADDRESS:PORT" (RFC 6587 framing), e.g.
+	// ["unixgram:/run/guardd/nginx.sock", "udp:127.0.0.1:5514"].
+	Listen []string `yaml:"listen"`
+	// ReadBuffer is the datagram sockets' receive buffer (SO_RCVBUF) in
+	// bytes; 0 keeps the system's default (net.core.rmem_default).
+	ReadBuffer int `yaml:"read_buffer"`
+	// MaxMessage is the longest message read; longer ones are counted as
+	// malformed. 0 means 64 KiB.
+	MaxMessage int `yaml:"max_message"`
+}
+
+// Listeners returns the parsed Listen addresses (valid after Validate).
+func (s SyslogSource) Listeners() []syslog.Addr {
+	out := make([]syslog.Addr, 0, len(s.Listen))
+	for _, l := range s.Listen {
+		if a, err := syslog.ParseAddr(l); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // NginxSource follows access logs.
@@ -462,6 +493,17 @@ func (c *Config) Validate() error {
 	if err := c.Challenge.validate(); err != nil {
 		return err
 	}
+	for i, l := range c.Sources.Syslog.Listen {
+		if _, err := syslog.ParseAddr(l); err != nil {
+			return fieldErrorf(fmt.Sprintf("sources.syslog.listen[%d]", i), "%q: want %s", l, syslog.AcceptedForms)
+		}
+	}
+	if c.Sources.Syslog.ReadBuffer < 0 {
+		return fieldErrorf("sources.syslog.read_buffer", "%d: want 0 (the system's default) or more bytes", c.Sources.Syslog.ReadBuffer)
+	}
+	if c.Sources.Syslog.MaxMessage < 0 {
+		return fieldErrorf("sources.syslog.max_message", "%d: want 0 (64 KiB) or more bytes", c.Sources.Syslog.MaxMessage)
+	}
 	if c.Counting.MaxKeys < 0 {
 		return fieldErrorf("counting.max_keys", "%d: want 0 (default) or more", c.Counting.MaxKeys)
 	}
@@ -579,8 +621,15 @@ func (c *Config) Inputs() []string {
 	var in []string
 	if len(c.Sources.Nginx.Paths) > 0 {
 		in = append(in, "nginx logs "+strings.Join(c.Sources.Nginx.Paths, ", "))
-	} else {
-		in = append(in, "no nginx logs (sources.nginx.paths is empty: guardd run refuses this)")
+	}
+	if len(c.Sources.Syslog.Listen) > 0 {
+		in = append(in, "syslog on "+strings.Join(c.Sources.Syslog.Listen, ", "))
+	}
+	if c.Sources.Stdin {
+		in = append(in, "standard input")
+	}
+	if len(in) == 0 {
+		in = append(in, "no access logs (sources.nginx.paths, sources.syslog.listen and sources.stdin are all empty: guardd run refuses this)")
 	}
 	if len(c.Fingerprint.Interfaces) > 0 {
 		in = append(in, "capture on "+strings.Join(c.Fingerprint.Interfaces, ", "))

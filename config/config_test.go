@@ -35,6 +35,7 @@ var badConfigs = map[string]string{
 	"fleet-sentinel.bad.yml":       "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
 	"login-relative.bad.yml":       `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
 	"login-empty.bad.yml":          "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
+	"syslog-listen.bad.yml":        `syslog-listen.bad.yml:5: sources.syslog.listen[1]: "unix:/run/guardd/nginx.sock": want "unixgram:/path/to.sock", "udp:ADDRESS:PORT" or "tcp:ADDRESS:PORT"`,
 }
 
 func TestConfigFiles(t *testing.T) {
@@ -206,7 +207,7 @@ func TestInputsOutputs(t *testing.T) {
 		name, src    string
 		inputs, outs []string
 	}{
-		{"empty", "", []string{"no nginx logs (sources.nginx.paths is empty: guardd run refuses this)"},
+		{"empty", "", []string{"no access logs (sources.nginx.paths, sources.syslog.listen and sources.stdin are all empty: guardd run refuses this)"},
 			[]string{"decision API on " + DefaultDecisionListen, "admin API on " + DefaultAdminListen}},
 		{"all", "sources:\n  nginx:\n    paths: [/a.log, /b.log]\nfingerprint:\n  interfaces: [lo]\ncrowdsec:\n  listen: 127.0.0.1:9482\nfirewall:\n  nftables:\n",
 			[]string{"nginx logs /a.log, /b.log", "capture on lo"},

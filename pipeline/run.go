@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
@@ -94,6 +95,7 @@ type lineRef struct {
 	off, n uint32
 	line   int64 // the line's number in file; a block's first line's
 	file   string
+	host   string // syslog.host of the line (LineFrom)
 	block  bool
 	max    uint32 // a block's MaxLine
 }
@@ -149,7 +151,7 @@ type Writer struct {
 	free  <-chan *batch
 	work  chan<- *batch
 	b     *batch
-	seq   uint64
+	seq   *atomic.Uint64 // shared by the Writers of a Merge
 	now   func() time.Time
 	lines int64
 }
@@ -157,6 +159,12 @@ type Writer struct {
 // Line copies data (file and line number name it in errors) into the
 // current batch.
 func (w *Writer) Line(data []byte, file string, line int64) error {
+	return w.LineFrom(data, file, line, "")
+}
+
+// LineFrom is Line for a line sent by host (syslog.host): a syslog
+// source's.
+func (w *Writer) LineFrom(data []byte, file string, line int64, host string) error {
 	if w.b == nil {
 		if err := w.take(); err != nil {
 			return err
@@ -165,7 +173,7 @@ func (w *Writer) Line(data []byte, file string, line int64) error {
 	b := w.b
 	off := len(b.arena)
 	b.arena = append(b.arena, data...)
-	b.lines = append(b.lines, lineRef{off: uint32(off), n: uint32(len(data)), line: line, file: file})
+	b.lines = append(b.lines, lineRef{off: uint32(off), n: uint32(len(data)), line: line, file: file, host: host})
 	b.nlines++
 	w.lines++
 	if b.nlines >= batchLines || len(b.arena) > cap(b.arena)-64*1024 {
@@ -252,8 +260,9 @@ func (w *Writer) flush() {
 	if len(w.b.lines) == 0 && !w.b.marked {
 		return
 	}
-	w.b.seq = w.seq
-	w.seq++
+	// Writers of a Merge take numbers from one sequence: the sequencer
+	// applies batches in its order, each Source's in the order written.
+	w.b.seq = w.seq.Add(1) - 1
 	w.work <- w.b
 	w.b = nil
 }
@@ -294,7 +303,7 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 	work := make(chan *batch, cfg.Workers)
 	done := make(chan *batch, 4*cfg.Workers)
 
-	w := &Writer{ctx: ctx, free: free, work: work, now: cfg.Now}
+	w := &Writer{ctx: ctx, free: free, work: work, now: cfg.Now, seq: new(atomic.Uint64)}
 	var readErr error
 	go func() {
 		defer close(work)
@@ -379,20 +388,20 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 	for _, l := range b.lines {
 		data := b.arena[l.off : l.off+l.n]
 		if !l.block {
-			w.line(cfg, b, data, l.file, l.line)
+			w.line(cfg, b, data, l.file, l.line, l.host)
 			continue
 		}
 		for n := l.line; len(data) > 0; n++ {
 			var line []byte
 			line, data, _ = nginxlog.SplitLine(data, int(l.max))
-			w.line(cfg, b, line, l.file, n)
+			w.line(cfg, b, line, l.file, n, "")
 		}
 	}
 	w.p, w.limits = nil, nil
 }
 
 // line parses, enriches, joins and evaluates one line of b.
-func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64) {
+func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64, host string) {
 	ev, p := &w.ev, w.p
 	var err error // both parsers reset ev first
 	if p.json {
@@ -423,6 +432,7 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		return
 	}
 	ev.Source = characteristics.SourceNginxLog
+	ev.SyslogHost = host
 	p.enricher.EnrichMemo(ev, &w.memo)
 	if cfg.Join != nil {
 		cfg.Join.Enrich(ev)

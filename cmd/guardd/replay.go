@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,7 +38,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	const synopsis = "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain, gzip or zstd; give them oldest first."
+	const synopsis = "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain, gzip or zstd; give them oldest first. A LOG of - is standard input."
 	var (
 		configPath = fs.String("config", "", "configuration file (YAML)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per mitigation per line")
@@ -60,6 +61,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(logs) == 0 {
 		printUsage(fs, synopsis, stderr)
+		return 2
+	}
+	if i := slices.Index(logs, "-"); i >= 0 && slices.Contains(logs[i+1:], "-") {
+		fmt.Fprintln(stderr, "guardd replay: - (standard input) given twice; it can be read once")
 		return 2
 	}
 	cfg, err := config.Load(*configPath)

@@ -22,7 +22,9 @@ import (
 
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/ingest/pipe"
 	"github.com/guardd/guardd/ingest/sniff"
+	"github.com/guardd/guardd/ingest/syslog"
 	"github.com/guardd/guardd/ingest/tail"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/admin"
@@ -43,7 +45,8 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	configPath := fs.String("config", defaultConfigPath, "configuration file (YAML)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	pos, code, done := parseFlags(fs, "usage: guardd run [--config FILE] [--log-level LEVEL]\n\nRuns the daemon: follows nginx's access logs, counts, trips rules, and answers\nnginx's auth_request.", args, stdout, stderr)
+	stdin := fs.Bool("stdin", false, "also read access log lines from standard input (docker logs -f nginx | guardd run --stdin); sets sources.stdin")
+	pos, code, done := parseFlags(fs, "usage: guardd run [--config FILE] [--log-level LEVEL] [--stdin]\n\nRuns the daemon: follows nginx's access logs, counts, trips rules, and answers\nnginx's auth_request.", args, stdout, stderr)
 	if done {
 		return code
 	}
@@ -62,6 +65,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd run:", err)
 		return 1
 	}
+	cfg.Sources.Stdin = cfg.Sources.Stdin || *stdin
 	d, err := newDaemon(*configPath, cfg, logger, prometheus.NewRegistry())
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd run:", err)
@@ -91,7 +95,9 @@ type daemon struct {
 	fleet   *fleetParts       // nil without fleet mode
 	decSrv  *http1.Server
 	admin   http.Handler
-	tailer  *tail.Tailer
+	tailer  *tail.Tailer   // nil without sources.nginx.paths
+	syslog  *syslog.Server // nil without sources.syslog.listen
+	stdin   io.Reader      // read with sources.stdin; pipe.StdinFile() unless a test sets it
 	started time.Time
 	m       daemonMetrics
 
@@ -111,8 +117,8 @@ type daemonMetrics struct {
 }
 
 func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *prometheus.Registry) (*daemon, error) {
-	if len(cfg.Sources.Nginx.Paths) == 0 {
-		return nil, errors.New("config: sources.nginx.paths: no access logs to follow")
+	if len(cfg.Sources.Nginx.Paths) == 0 && len(cfg.Sources.Syslog.Listen) == 0 && !cfg.Sources.Stdin {
+		return nil, errors.New("config: sources: no access logs to read (give sources.nginx.paths, sources.syslog.listen or --stdin)")
 	}
 	if cfg.Mitigation.StateDir == "" {
 		cfg.Mitigation.StateDir = config.DefaultStateDir
@@ -211,10 +217,18 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		logger.Warn("tail checkpoint unreadable; starting as on a first start", "err", err)
 		start = nil
 	}
-	d.tailer, err = tail.New(tail.Config{Paths: cfg.Sources.Nginx.Paths, Start: start, FromStart: cfg.Sources.Nginx.FromStart,
-		PollInterval: cfg.Sources.Nginx.PollInterval, Logger: logger})
-	if err != nil {
-		return fail(err)
+	if len(cfg.Sources.Nginx.Paths) > 0 {
+		d.tailer, err = tail.New(tail.Config{Paths: cfg.Sources.Nginx.Paths, Start: start, FromStart: cfg.Sources.Nginx.FromStart,
+			PollInterval: cfg.Sources.Nginx.PollInterval, Logger: logger})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if sc := cfg.Sources.Syslog; len(sc.Listen) > 0 {
+		d.syslog, err = syslog.New(syslog.Config{Listen: sc.Listeners(), ReadBuffer: sc.ReadBuffer, MaxMessage: sc.MaxMessage, Registerer: reg, Logger: logger})
+		if err != nil {
+			return fail(err)
+		}
 	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_tail_lag_seconds", Help: "Wall-clock time minus the time of the newest event read from the logs."}, func() float64 {
@@ -260,6 +274,14 @@ func (d *daemon) listen() error {
 		d.store.Close()
 		return fmt.Errorf("admin.listen: %w", err)
 	}
+	if d.syslog != nil {
+		if err := d.syslog.Listen(); err != nil {
+			d.decisionLn.Close()
+			d.adminLn.Close()
+			d.store.Close()
+			return fmt.Errorf("sources.syslog.listen: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -274,7 +296,7 @@ func (d *daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.log.Info("guardd running", "decision", d.decisionLn.Addr().String(), "admin", d.adminLn.Addr().String(),
-		"logs", cfg.Sources.Nginx.Paths, "rules", len(d.pipes.Load().Rules().Rules()), "mitigations", d.store.Len(),
+		"logs", cfg.Sources.Nginx.Paths, "syslog", cfg.Sources.Syslog.Listen, "stdin", cfg.Sources.Stdin, "rules", len(d.pipes.Load().Rules().Rules()), "mitigations", d.store.Len(),
 		"inputs", cfg.Inputs(), "outputs", cfg.Outputs())
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.store.Run(ctx) })
@@ -364,7 +386,10 @@ func (d *daemon) runTail(ctx context.Context) error {
 			if t := st.Last.UnixNano(); !st.Last.IsZero() && t > d.lastEvent.Load() {
 				d.lastEvent.Store(t)
 			}
-			pos := mark.(tail.Position)
+			pos, ok := mark.(tail.Position) // syslog and stdin mark nil
+			if !ok {
+				return
+			}
 			lastPos = &pos
 			if time.Since(lastSave) > time.Second {
 				save(pos)
@@ -374,7 +399,21 @@ func (d *daemon) runTail(ctx context.Context) error {
 		cfg.Join = d.join
 	}
 	cfg.Observe = d.limits.Observe // in-flight release, shedding signals
-	_, err := pipeline.Run(ctx, cfg, tailSource{d})
+	var srcs []pipeline.Source
+	if d.tailer != nil {
+		srcs = append(srcs, tailSource{d})
+	}
+	if d.syslog != nil {
+		srcs = append(srcs, syslogSource{d.syslog})
+	}
+	if d.cfg.Load().Sources.Stdin {
+		in := d.stdin
+		if in == nil {
+			in = pipe.StdinFile()
+		}
+		srcs = append(srcs, stdinSource{pipe.New(in, "stdin", 0), d.log})
+	}
+	_, err := pipeline.Run(ctx, cfg, pipeline.Merge(srcs...))
 	if lastPos != nil {
 		save(*lastPos)
 	}
@@ -399,6 +438,26 @@ func (s tailSource) Read(ctx context.Context, w *pipeline.Writer) error {
 		s.d.tailStats.Store(&st)
 		return w.Mark(pos)
 	})
+}
+
+// syslogSource is the syslog listeners' Source.
+type syslogSource struct{ s *syslog.Server }
+
+func (s syslogSource) Read(ctx context.Context, w *pipeline.Writer) error { return s.s.Run(ctx, w) }
+
+// stdinSource is standard input's Source; when the pipe closes, the other
+// sources and the decision API go on.
+type stdinSource struct {
+	r   *pipe.Reader
+	log *slog.Logger
+}
+
+func (s stdinSource) Read(ctx context.Context, w *pipeline.Writer) error {
+	err := s.r.Read(ctx, w)
+	if err == nil && ctx.Err() == nil {
+		s.log.Info("standard input closed; the other sources and the decision API go on", "lines", s.r.Stats.Lines.Load())
+	}
+	return err
 }
 
 // watch reloads on SIGHUP and when the config or a rule file changes.
@@ -491,7 +550,7 @@ func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 			diff("decision.in_flight_timeout", o.Decision.InFlightTimeout != n.Decision.InFlightTimeout)
 			diff("shedding", !reflect.DeepEqual(o.Shedding, n.Shedding))
 			diff("admin", o.Admin != n.Admin)
-			diff("sources.nginx", !reflect.DeepEqual(o.Sources, n.Sources))
+			diff("sources", !reflect.DeepEqual(o.Sources, n.Sources))
 			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)
 			diff("mitigation.max_entries", o.Mitigation.MaxEntries != n.Mitigation.MaxEntries)
 			diff("fingerprint", !reflect.DeepEqual(o.Fingerprint, n.Fingerprint))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,8 @@ type Config struct {
 	// Now is the wall clock that event times are bounded by; nil means
 	// time.Now.
 	Now func() time.Time
+	// Stdin is read for the path "-"; nil means os.Stdin.
+	Stdin io.Reader
 }
 
 // Progress is a snapshot of a running replay.
@@ -61,6 +64,7 @@ type Stats struct {
 var ErrNoEvents = errors.New("replay: no line could be parsed")
 
 // Run replays paths in order and returns when all are done or ctx ends.
+// The path "-" is standard input (Config.Stdin).
 // A file that cannot be opened ends the replay with an error; a file damaged
 // part way loses only its own tail, reported in Stats.FileErrors.
 func Run(ctx context.Context, cfg Config, paths []string) (Stats, error) {
@@ -75,7 +79,10 @@ func Run(ctx context.Context, cfg Config, paths []string) (Stats, error) {
 		return Stats{}, fmt.Errorf("replay: %w", err)
 	}
 	defer store.Close()
-	src := &files{paths: paths}
+	src := &files{paths: paths, stdin: cfg.Stdin}
+	if src.stdin == nil {
+		src.stdin = os.Stdin
+	}
 	var malformed atomic.Int64
 	report := func(final bool) {
 		if cfg.Progress == nil {
@@ -131,6 +138,7 @@ func Run(ctx context.Context, cfg Config, paths []string) (Stats, error) {
 // done so progress follows.
 type files struct {
 	paths              []string
+	stdin              io.Reader // read for "-"
 	index, lines, read atomic.Int64
 	errs               []error // read by Run after the source ends
 }
@@ -157,7 +165,16 @@ type damagedError struct{ err error }
 func (e *damagedError) Error() string { return e.err.Error() }
 
 func (f *files) readFile(ctx context.Context, path string, w *pipeline.Writer) error {
-	r, err := nginxlog.Open(path)
+	var r *nginxlog.Reader
+	var err error
+	if path == "-" {
+		// Standard input, plain or compressed like a file, named "stdin" in
+		// errors; it is read once, so give "-" once.
+		path = "stdin"
+		r, err = nginxlog.NewReader(f.stdin, path, nginxlog.ReaderConfig{})
+	} else {
+		r, err = nginxlog.Open(path)
+	}
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
