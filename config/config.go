@@ -53,6 +53,7 @@ type Config struct {
 	Blocklist       BlocklistConfig       `yaml:"blocklist"`
 	Firewall        FirewallConfig        `yaml:"firewall"`
 	Shedding        SheddingConfig        `yaml:"shedding"`
+	Challenge       ChallengeConfig       `yaml:"challenge"`
 	Scoring         ScoringConfig         `yaml:"scoring"`
 	// Fleet, when present, shares budgets and mitigations with other nodes
 	// through Redis (docs/fleet.md).
@@ -64,6 +65,48 @@ type Config struct {
 	// "line:column" positions of values to their paths.
 	lines map[string]int
 	paths map[string]string
+}
+
+// ChallengeConfig configures the rules with action challenge: the page, its
+// proof of work and the signed clearance a browser carries once it passes
+// (docs/rules.md "Challenges").
+type ChallengeConfig struct {
+	// KeyFile holds the HMAC keys that sign clearances and challenges;
+	// default <mitigation.state_dir>/challenge.key, created mode 0600 on
+	// first start and refused when others can read it. Copy it to every
+	// node of a fleet. To rotate, put a new key on the first line and keep
+	// the old one second (docs/rules.md).
+	KeyFile string `yaml:"key_file"`
+	// ClearanceTTL is how long a passed challenge clears its client; 0
+	// means 24h.
+	ClearanceTTL time.Duration `yaml:"clearance_ttl"`
+	// ChallengeTTL is how long a page's challenge may be solved; 0 means
+	// 10m.
+	ChallengeTTL time.Duration `yaml:"challenge_ttl"`
+	// Difficulty is the proof of work's leading zero bits for rules without
+	// challenge_difficulty, 1 to 28; 0 means 18 (about a second in a
+	// browser, docs/rules.md).
+	Difficulty int `yaml:"difficulty"`
+	// MaxUnsolved is how many challenges an address is shown without
+	// passing one before it is blocked; 0 means 5, -1 never.
+	MaxUnsolved int `yaml:"max_unsolved"`
+	// BlockFor is how long an escalated address (too many unsolved
+	// challenges, or a proof of work that does not hold) is blocked; 0
+	// means 1h.
+	BlockFor time.Duration `yaml:"block_for"`
+	// ShareAddresses is how many distinct addresses may present one
+	// clearance before it is revoked (token sharing), 1 to 9; 0 means 8.
+	ShareAddresses int `yaml:"share_addresses"`
+	// Cookie is the clearance cookie's name; default guardd_clearance.
+	Cookie string `yaml:"cookie"`
+}
+
+// ChallengeKeyFile is the challenge keys' file.
+func (c *Config) ChallengeKeyFile() string {
+	if c.Challenge.KeyFile != "" {
+		return c.Challenge.KeyFile
+	}
+	return c.StateFile("challenge.key")
 }
 
 // FleetConfig is fleet mode (DESIGN.md "Fleet mode"): several nodes, one
@@ -455,6 +498,9 @@ func (c *Config) Validate() error {
 	if c.Decision.Loops < 0 || c.Decision.Loops > 64 {
 		return fieldErrorf("decision.loops", "%d: want 1 to 64 (0 means 1)", c.Decision.Loops)
 	}
+	if err := c.Challenge.validate(); err != nil {
+		return err
+	}
 	for i, l := range c.Sources.Syslog.Listen {
 		if _, err := syslog.ParseAddr(l); err != nil {
 			return fieldErrorf(fmt.Sprintf("sources.syslog.listen[%d]", i), "%q: want %s", l, syslog.AcceptedForms)
@@ -651,4 +697,22 @@ func (c *Config) Clone() *Config {
 	d.Rules.Dirs = slices.Clone(c.Rules.Dirs)
 	d.Rules.LoginPaths = slices.Clone(c.Rules.LoginPaths)
 	return &d
+}
+
+func (ch ChallengeConfig) validate() error {
+	if ch.Difficulty < 0 || ch.Difficulty > rules.MaxChallengeDifficulty {
+		return fieldErrorf("challenge.difficulty", "%d: want 1 to %d leading zero bits (0 means 18)", ch.Difficulty, rules.MaxChallengeDifficulty)
+	}
+	if ch.MaxUnsolved < -1 {
+		return fieldErrorf("challenge.max_unsolved", "%d: want -1 (never), 0 (default 5) or more", ch.MaxUnsolved)
+	}
+	if ch.ShareAddresses < 0 || ch.ShareAddresses > 9 {
+		return fieldErrorf("challenge.share_addresses", "%d: want 1 to 9 (0 means 8)", ch.ShareAddresses)
+	}
+	for i := 0; i < len(ch.Cookie); i++ {
+		if c := ch.Cookie[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fieldErrorf("challenge.cookie", "%q: want letters, digits, '-' and '_'", ch.Cookie)
+		}
+	}
+	return nil
 }

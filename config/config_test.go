@@ -16,34 +16,36 @@ import (
 // file and line come first, so each names the exact line of the bad key or
 // value.
 var badConfigs = map[string]string{
-	"unknown-key.bad.yml":       `unknown key "rulez" at testdata/unknown-key.bad.yml:3; did you mean "rules"?`,
-	"nested-unknown.bad.yml":    `unknown key "decision.shed_afterr" at testdata/nested-unknown.bad.yml:3; did you mean "decision.shed_after"?`,
-	"typo-top.bad.yml":          `unknown key "decison" at testdata/typo-top.bad.yml:3; did you mean "decision"?`,
-	"typo-deep.bad.yml":         `unknown key "mitigation.allowlist.cidrz" at testdata/typo-deep.bad.yml:3; did you mean "mitigation.allowlist.cidrs"?`,
-	"typo-fleet.bad.yml":        `unknown key "fleet.redis.adresses" at testdata/typo-fleet.bad.yml:3; did you mean "fleet.redis.addresses"?`,
-	"typo-list.bad.yml":         `unknown key "shedding.classes[0].rulez" at testdata/typo-list.bad.yml:4; did you mean "shedding.classes[0].rules"?`,
-	"wrong-section.bad.yml":     `unknown key "state_dir" at testdata/wrong-section.bad.yml:1; did you mean "mitigation.state_dir"?`,
-	"unknown-inline.bad.yml":    `unknown key "crowdsec.zzzzzz" at testdata/unknown-inline.bad.yml:3; accepted here: history, listen, max_bouncers, scopes, types`,
-	"scalar-section.bad.yml":    `scalar-section.bad.yml:1: decision: "5": want a section of keys (key: value lines)`,
-	"scalar-list.bad.yml":       `scalar-list.bad.yml:2: rules.dirs: "/etc/gu...": want a list`,
-	"bad-bool.bad.yml":          `bad-bool.bad.yml:3: decision.count: "3": want true or false`,
-	"bad-proxy.bad.yml":         `bad-proxy.bad.yml:4: characteristics.trusted_proxies[1]: "not-an-address": want a CIDR or an address`,
-	"bad-proxy-flow.bad.yml":    `bad-proxy-flow.bad.yml:4: characteristics.trusted_proxies[1]: "bogus"`,
-	"bad-allow.bad.yml":         `bad-allow.bad.yml:4: mitigation.allowlist.values.ip.dst: unknown characteristic "ip.dst"`,
-	"no-rules.bad.yml":          "no-rules.bad.yml:1: rules: builtin disabled and no dirs given: there would be no rules",
-	"bad-type.bad.yml":          `bad-type.bad.yml:2: counting.max_keys: "lots": want a whole number`,
-	"bad-loops.bad.yml":         "bad-loops.bad.yml:2: decision.loops: 65",
-	"bad-action.bad.yml":        `bad-action.bad.yml:4: firewall.nftables.actions[1]: "nuke"`,
-	"negative-duration.bad.yml": "negative-duration.bad.yml:4: sources.nginx.poll_interval: -1s: want a positive duration",
-	"negative-nested.bad.yml":   "negative-nested.bad.yml:4: blocklist.nginx_geo.poll_interval: -5s",
-	"duration-int.bad.yml":      `duration-int.bad.yml:2: rules.eval_timeout: "5": want a duration such as 30s, 5m or 1h`,
-	"syntax.bad.yml":            "syntax.bad.yml:3: found a tab character",
-	"fleet-mode.bad.yml":        `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
-	"fleet-sentinel.bad.yml":    "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
-	"login-relative.bad.yml":    `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
-	"login-empty.bad.yml":       "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
-	"syslog-listen.bad.yml":     `syslog-listen.bad.yml:5: sources.syslog.listen[1]: "unix:/run/guardd/nginx.sock": want "unixgram:/path/to.sock", "udp:ADDRESS:PORT" or "tcp:ADDRESS:PORT"`,
-	"paranoia.bad.yml":          "paranoia.bad.yml:2: rules.paranoia: paranoia 5: want 1 (the default",
+	"unknown-key.bad.yml":          `unknown key "rulez" at testdata/unknown-key.bad.yml:3; did you mean "rules"?`,
+	"nested-unknown.bad.yml":       `unknown key "decision.shed_afterr" at testdata/nested-unknown.bad.yml:3; did you mean "decision.shed_after"?`,
+	"typo-top.bad.yml":             `unknown key "decison" at testdata/typo-top.bad.yml:3; did you mean "decision"?`,
+	"typo-deep.bad.yml":            `unknown key "mitigation.allowlist.cidrz" at testdata/typo-deep.bad.yml:3; did you mean "mitigation.allowlist.cidrs"?`,
+	"typo-fleet.bad.yml":           `unknown key "fleet.redis.adresses" at testdata/typo-fleet.bad.yml:3; did you mean "fleet.redis.addresses"?`,
+	"typo-list.bad.yml":            `unknown key "shedding.classes[0].rulez" at testdata/typo-list.bad.yml:4; did you mean "shedding.classes[0].rules"?`,
+	"wrong-section.bad.yml":        `unknown key "state_dir" at testdata/wrong-section.bad.yml:1; did you mean "mitigation.state_dir"?`,
+	"unknown-inline.bad.yml":       `unknown key "crowdsec.zzzzzz" at testdata/unknown-inline.bad.yml:3; accepted here: history, listen, max_bouncers, scopes, types`,
+	"scalar-section.bad.yml":       `scalar-section.bad.yml:1: decision: "5": want a section of keys (key: value lines)`,
+	"scalar-list.bad.yml":          `scalar-list.bad.yml:2: rules.dirs: "/etc/gu...": want a list`,
+	"bad-bool.bad.yml":             `bad-bool.bad.yml:3: decision.count: "3": want true or false`,
+	"bad-proxy.bad.yml":            `bad-proxy.bad.yml:4: characteristics.trusted_proxies[1]: "not-an-address": want a CIDR or an address`,
+	"bad-proxy-flow.bad.yml":       `bad-proxy-flow.bad.yml:4: characteristics.trusted_proxies[1]: "bogus"`,
+	"bad-allow.bad.yml":            `bad-allow.bad.yml:4: mitigation.allowlist.values.ip.dst: unknown characteristic "ip.dst"`,
+	"no-rules.bad.yml":             "no-rules.bad.yml:1: rules: builtin disabled and no dirs given: there would be no rules",
+	"bad-type.bad.yml":             `bad-type.bad.yml:2: counting.max_keys: "lots": want a whole number`,
+	"bad-loops.bad.yml":            "bad-loops.bad.yml:2: decision.loops: 65",
+	"bad-action.bad.yml":           `bad-action.bad.yml:4: firewall.nftables.actions[1]: "nuke"`,
+	"negative-duration.bad.yml":    "negative-duration.bad.yml:4: sources.nginx.poll_interval: -1s: want a positive duration",
+	"negative-nested.bad.yml":      "negative-nested.bad.yml:4: blocklist.nginx_geo.poll_interval: -5s",
+	"duration-int.bad.yml":         `duration-int.bad.yml:2: rules.eval_timeout: "5": want a duration such as 30s, 5m or 1h`,
+	"syntax.bad.yml":               "syntax.bad.yml:3: found a tab character",
+	"fleet-mode.bad.yml":           `fleet-mode.bad.yml:5: fleet.redis.mode: counting/redis: unknown mode "ring"; expect 'standalone', 'sentinel' or 'cluster'`,
+	"fleet-sentinel.bad.yml":       "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
+	"login-relative.bad.yml":       `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
+	"login-empty.bad.yml":          "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
+	"syslog-listen.bad.yml":        `syslog-listen.bad.yml:5: sources.syslog.listen[1]: "unix:/run/guardd/nginx.sock": want "unixgram:/path/to.sock", "udp:ADDRESS:PORT" or "tcp:ADDRESS:PORT"`,
+	"paranoia.bad.yml":             "paranoia.bad.yml:2: rules.paranoia: paranoia 5: want 1 (the default",
+	"challenge-difficulty.bad.yml": "challenge-difficulty.bad.yml:2: challenge.difficulty: 40: want 1 to 28",
+	"challenge-cookie.bad.yml":     `challenge-cookie.bad.yml:3: challenge.cookie: "bad cookie"`,
 }
 
 func TestConfigFiles(t *testing.T) {
@@ -288,5 +290,18 @@ func TestPlainTypeError(t *testing.T) {
 		if got := plainTypeError(in); got != want {
 			t.Errorf("plainTypeError(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestChallengeConfig(t *testing.T) {
+	cfg, err := Load("testdata/challenge.good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := cfg.Challenge; ch.Difficulty != 18 || ch.MaxUnsolved != 3 || ch.ClearanceTTL != 12*time.Hour || cfg.ChallengeKeyFile() != "/etc/guardd/challenge.key" {
+		t.Errorf("challenge = %+v, key file %s", ch, cfg.ChallengeKeyFile())
+	}
+	if def := Default(); def.ChallengeKeyFile() != DefaultStateDir+"/challenge.key" {
+		t.Errorf("default key file %s", def.ChallengeKeyFile())
 	}
 }

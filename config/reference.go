@@ -32,6 +32,7 @@ var ReloadOf = map[string]string{
 	"firewall":             "restart",
 	"shedding":             "restart",
 	"fleet":                "restart",
+	"challenge":            "restart",
 	"scoring":              "yes (thresholds and timeout; the scores are kept)",
 	"scoring.half_life":    "restart",
 	"scoring.max_keys":     "restart",

@@ -185,8 +185,12 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	}
 	// The holder is the decision API's enricher: a reload reaches it, and a
 	// MaxMind reader is closed only once no decision uses it.
+	gate, err := newChallengeGate(cfg, d.store, reg, logger)
+	if err != nil {
+		return fail(err)
+	}
 	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Shadow: sb, Counter: counter,
-		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Registerer: reg, Logger: logger})
+		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: reg, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}
@@ -554,6 +558,7 @@ func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 			diff("crowdsec", !reflect.DeepEqual(o.CrowdSec, n.CrowdSec))
 			diff("blocklist", !reflect.DeepEqual(o.Blocklist, n.Blocklist))
 			diff("firewall", !reflect.DeepEqual(o.Firewall, n.Firewall))
+			diff("challenge", o.Challenge != n.Challenge)
 			diff("scoring.half_life", o.Scoring.HalfLife != n.Scoring.HalfLife)
 			diff("scoring.max_keys", o.Scoring.MaxKeys != n.Scoring.MaxKeys)
 			if len(fields) > 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/guardd/guardd/challenge"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision/http1"
@@ -84,7 +85,12 @@ type Config struct {
 	// "shed" without evaluation, which /v1/respond renders as a 503 with
 	// Retry-After. 0 means 100ms; nginx's proxy_read_timeout for the auth
 	// subrequest should be longer.
-	ShedAfter  time.Duration
+	ShedAfter time.Duration
+	// Challenge serves rules with action challenge: it checks clearances,
+	// signs challenges for the page and checks their solutions under
+	// challenge.PathPrefix. nil: a challenge is answered by its rule's
+	// challenge_fallback.
+	Challenge  *challenge.Gate
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	Now        func() time.Time
@@ -98,6 +104,7 @@ type Handler struct {
 	shadow   *shadowban.Responder
 	counter  Counter
 	limiter  *throttle.Limiter
+	gate     *challenge.Gate
 	now      func() time.Time
 	log      *slog.Logger
 	shed     time.Duration
@@ -118,6 +125,8 @@ type scratch struct {
 	mt  rules.Matches // of the throttle rules
 	buf []byte
 	hdr []byte // a header value
+	tok []byte // a challenge or clearance token
+	uri []byte // the request's URI, for a challenge's return URL
 }
 
 // New validates cfg.
@@ -128,7 +137,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.ShedAfter < 0 {
 		return nil, errors.New("decision: negative ShedAfter")
 	}
-	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, counter: cfg.Counter, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
+	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, counter: cfg.Counter, gate: cfg.Challenge, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -148,7 +157,9 @@ func New(cfg Config) (*Handler, error) {
 	if h.shadow == nil {
 		h.shadow, _ = shadowban.New(shadowban.Config{})
 	}
-	h.pool.New = func() any { return &scratch{buf: make([]byte, 0, 512), hdr: make([]byte, 0, 256)} }
+	h.pool.New = func() any {
+		return &scratch{buf: make([]byte, 0, 512), hdr: make([]byte, 0, 256), tok: make([]byte, 0, challenge.MaxChallengeLen), uri: make([]byte, 0, 512)}
+	}
 	h.limiter = cfg.Throttle
 	if h.limiter == nil {
 		var err error
@@ -180,6 +191,13 @@ func (h *Handler) SetRules(set *rules.Set) error {
 			st.limits = limits
 		}
 	}
+	if h.gate != nil {
+		names := make([]string, len(st.rules))
+		for i, r := range st.rules {
+			names[i] = r.Name
+		}
+		h.gate.SetRules(names)
+	}
 	h.state.Store(st)
 	return nil
 }
@@ -210,6 +228,16 @@ type Decision struct {
 	// Throttle is what the throttle rules said: when Matched on an allowed
 	// request, its RateLimit headers go on the answer.
 	Throttle throttle.Verdict
+	// Token is, for a challenge, the signed challenge for the page (Tier,
+	// Difficulty) or, when Solved, the clearance to set. It aliases the
+	// scratch space of the request.
+	Token      []byte
+	Tier       rules.ChallengeTier
+	Difficulty int
+	Solved     bool
+	// Reserved: a request under challenge.PathPrefix that is not the solve
+	// endpoint; answered 404.
+	Reserved bool
 }
 
 func (h *Handler) decide(w *http1.Response, r *http1.Request) {
@@ -264,6 +292,9 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
 	h.enricher.Enrich(ev)
+	if h.gate != nil && strings.HasPrefix(ev.Path, challenge.PathPrefix) {
+		return h.decideReserved(ev, s, now), nil
+	}
 	if h.store.Allowlisted(ev) {
 		// Never an action for an allowlisted client, whatever the scope
 		// (country, ASN, user agent ...), and no request-time count.
@@ -307,6 +338,9 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 				continue
 			}
 		}
+		if m.Action == mitigation.ActionChallenge && h.gate != nil && h.gate.Cleared(ev, now) {
+			continue // a passed challenge; the other mitigations still apply
+		}
 		if best.Allow || m.Action.Stronger(bestM.Action) {
 			bestM = m
 			best = Decision{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Retry: m.Expires.Sub(now)}
@@ -314,6 +348,9 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 				best.Limit, best.Window = st.rules[ri].Requests, st.rules[ri].Period
 			}
 		}
+	}
+	if !best.Allow && best.Action == mitigation.ActionChallenge {
+		best = h.answerChallenge(ev, best, st, s, now)
 	}
 	if tv.Shed && best.Allow {
 		// The server protecting itself: a 503, unless a mitigation answers.
@@ -429,8 +466,13 @@ func (d Decision) encode() string { return string(d.appendEncoded(nil)) }
 
 func (d Decision) appendEncoded(b []byte) []byte {
 	action := d.Action.String()
-	if d.Shed {
+	switch {
+	case d.Shed:
 		action = "shed"
+	case d.Solved:
+		action = "clearance"
+	case d.Reserved:
+		action = "reserved"
 	}
 	b = append(b, action...)
 	b = append(b, ";retry="...)
@@ -444,6 +486,19 @@ func (d Decision) appendEncoded(b []byte) []byte {
 		b = strconv.AppendFloat(b, d.Limit, 'f', -1, 64)
 		b = append(b, ";w="...)
 		b = strconv.AppendInt(b, int64(d.Window/time.Second), 10)
+	}
+	if len(d.Token) > 0 {
+		// base64url: no ';' to escape.
+		if d.Solved {
+			b = append(b, ";k="...)
+		} else {
+			b = append(b, ";tier="...)
+			b = append(b, d.Tier.String()...)
+			b = append(b, ";d="...)
+			b = strconv.AppendInt(b, int64(d.Difficulty), 10)
+			b = append(b, ";c="...)
+		}
+		b = append(b, d.Token...)
 	}
 	return b
 }
@@ -471,6 +526,11 @@ type parsedDecision struct {
 	retry        int64
 	q            string
 	w            int64
+	// A challenge's: the token (a challenge, or the clearance when solved).
+	token      string
+	solved     bool
+	tier       rules.ChallengeTier
+	difficulty int
 }
 
 func parseDecision(s string) (parsedDecision, error) {
@@ -478,7 +538,7 @@ func parseDecision(s string) (parsedDecision, error) {
 	parts := strings.Split(s, ";")
 	p.action = parts[0]
 	switch p.action {
-	case "block", "firewall", "rate_limit", "throttle", "shadowban", "challenge", "shed":
+	case "block", "firewall", "rate_limit", "throttle", "shadowban", "challenge", "clearance", "reserved", "shed":
 	default:
 		return p, fmt.Errorf("decision: unknown action %q", p.action)
 	}
@@ -504,7 +564,27 @@ func parseDecision(s string) (parsedDecision, error) {
 				return p, fmt.Errorf("decision: w %q", v)
 			}
 			p.w = n
+		case "c", "k":
+			if len(v) > challenge.MaxChallengeLen {
+				return p, fmt.Errorf("decision: %s too long", k)
+			}
+			p.token, p.solved = v, k == "k"
+		case "tier":
+			t, err := rules.ParseChallengeTier(v)
+			if err != nil {
+				return p, fmt.Errorf("decision: %w", err)
+			}
+			p.tier = t
+		case "d":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > rules.MaxChallengeDifficulty {
+				return p, fmt.Errorf("decision: d %q", v)
+			}
+			p.difficulty = n
 		}
+	}
+	if p.action == "clearance" && !p.solved {
+		return p, errors.New("decision: clearance without k")
 	}
 	return p, nil
 }
@@ -533,12 +613,17 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		hd.Set("Cache-Control", "no-store")
 	}
 	retry := strconv.FormatInt(p.retry, 10)
+	if (p.action == "challenge" || p.action == "clearance") && h.respondChallenge(w, r, p, uri) {
+		return
+	}
 	switch p.action {
-	case "block", "firewall":
+	case "reserved":
+		http.NotFound(w, nil)
+	case "block", "firewall", "clearance":
 		http.Error(w, "Forbidden", http.StatusForbidden)
 	case "rate_limit", "throttle", "challenge":
-		// A challenge is answered as its fallback (429) until the page
-		// exists; see DESIGN.md "Challenges".
+		// A challenge without a page (no challenge.Gate) is answered as
+		// its default fallback; see DESIGN.md "Challenges".
 		// draft-ietf-httpapi-ratelimit-headers-11: the current state
 		// (nothing left, reset in t) always; the policy (quota per window)
 		// when a rule set one (a manual mitigation has none).
