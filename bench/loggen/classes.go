@@ -187,6 +187,7 @@ func (g *gen) benignClasses() {
 				path: "/data/migrations/" + strconv.Itoa(k+1) + ".sql", status: 200, ua: browserUAs[1], ja4: browserJA4s[1], ref: "https://shop.example/app"})
 		}
 	}
+	g.campaignBenign()
 }
 
 // Library and headless fingerprints, as characteristics/bots' table has
@@ -315,6 +316,7 @@ func (g *gen) behaviourAttacks() {
 	g.attack(Attack{Name: ClassSlowScanner, Rule: "scan_404", Scope: "ip.src", Values: scanner, IPs: scanner})
 
 	g.regularScrapers()
+	g.campaignAttacks()
 }
 
 // regularScrapers adds scripts that fetch one page, sleep a fixed time and
