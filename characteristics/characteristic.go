@@ -56,6 +56,7 @@ const (
 	fBotName
 	fBotVerified
 	fTLSClient
+	fBotPending
 )
 
 // field describes one fixed characteristic: its canonical name, its path in the
@@ -102,6 +103,7 @@ var fields = [...]field{
 	fBotName:     {"bot.name", []string{"bot", "name"}, KindString},
 	fBotVerified: {"bot.verified", []string{"bot", "verified"}, KindString},
 	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
+	fBotPending:  {"bot.pending", []string{"bot", "pending"}, KindString},
 }
 
 // byName maps every accepted spelling of a fixed characteristic to its field.
@@ -236,7 +238,7 @@ func (c Characteristic) String() string {
 func (c Characteristic) KnownAtRequest() bool {
 	switch c.id {
 	case fIP, fPrefix, fASN, fCountry, fPort, fHost, fMethod, fPath, fQuery,
-		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified,
+		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified, fBotPending,
 		fNormPath, fNormQuery, fNormUA, fNormReferer, fArg, fAnomaly:
 		return true
 	}
@@ -323,6 +325,11 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 		s = e.Bot.Name
 	case fBotVerified:
 		if e.Bot.Verified {
+			return "true", true
+		}
+		return "", false
+	case fBotPending:
+		if e.Bot.Pending {
 			return "true", true
 		}
 		return "", false

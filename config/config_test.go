@@ -33,6 +33,7 @@ var badConfigs = map[string]string{
 	"fleet-sentinel.bad.yml":    "fleet-sentinel.bad.yml:2: fleet.redis: counting/redis: sentinel mode needs master_name",
 	"login-relative.bad.yml":    `login-relative.bad.yml:5: rules.login_paths[2]: "account/signin": want /path, /prefix/* or */end (a path starts with /)`,
 	"login-empty.bad.yml":       "login-empty.bad.yml:4: rules.login_paths[1]: empty path",
+	"bad-resolver.bad.yml":      `bad-resolver.bad.yml:3: characteristics.resolver: "127.0.0.1": want host:port`,
 }
 
 func TestConfigFiles(t *testing.T) {
