@@ -75,7 +75,7 @@ yandex rdns yandex.com
 yandex ranges partial
 `), 0o644)
 	addr := dnsServer(t, map[string]string{
-		"66.249.100.9":  "crawl-66-249-100-9.googlebot.com", // outside the ranges above
+		"66.249.100.9": "crawl-66-249-100-9.googlebot.com", // outside the ranges above
 		"2a02:6b8::5":  "spider-2a02-6b8--5.yandex.com",
 		"198.51.100.4": "vps.example.net",
 	}, "203.0.113.99")

@@ -106,12 +106,12 @@ func settle(t *testing.T, v *fcrdns.Verifier, a netip.Addr, suffixes []string, n
 func TestVerdicts(t *testing.T) {
 	srv := startServer(t,
 		map[string]string{
-			"66.249.66.1":        "crawl-66-249-66-1.googlebot.com",
-			"2001:4860:4801::5":  "crawl-2001-4860-4801--5.googlebot.com",
-			"203.0.113.7":        "crawl-203-0-113-7.googlebot.com", // claims the domain, resolves elsewhere
-			"198.51.100.9":       "host.evil.example",
-			"5.255.253.10":       "5-255-253-10.spider.yandex.com",
-			"192.0.2.77":         "notgooglebot.com", // a suffix without its dot
+			"66.249.66.1":       "crawl-66-249-66-1.googlebot.com",
+			"2001:4860:4801::5": "crawl-2001-4860-4801--5.googlebot.com",
+			"203.0.113.7":       "crawl-203-0-113-7.googlebot.com", // claims the domain, resolves elsewhere
+			"198.51.100.9":      "host.evil.example",
+			"5.255.253.10":      "5-255-253-10.spider.yandex.com",
+			"192.0.2.77":        "notgooglebot.com", // a suffix without its dot
 		},
 		map[string]string{
 			"crawl-66-249-66-1.googlebot.com":       "66.249.66.1",
