@@ -7,12 +7,14 @@
 #   per-address limits. Counted as distinct addresses per (prefix, user
 #   agent); the users of a residential block or a CGNAT pool have their own
 #   user agents, cookies and referers, and are not counted after their first
-#   page.
+#   page. The limit is above the size of a CGNAT pool's share of a /24 (its
+#   phones' first pages are bare, and many share one user agent); a scraper
+#   rotating user agents over the block is prefix_campaign's.
 # custom:
 #   characteristics: [ip.src.prefix, http.user_agent]
 #   distinct: ip.src
 #   period: 10m
-#   requests_per_period: 16
+#   requests_per_period: 32
 #   action: rate_limit
 #   mitigation_timeout: 30m
 #   algorithm: sliding_window
