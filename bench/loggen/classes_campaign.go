@@ -17,6 +17,7 @@ const (
 	ClassPrefixRotation = "one /24 or /64 rotating browser user agents"
 	ClassAPIEnumeration = "API enumeration (?page=N, one client)"
 	ClassLoginRedirect  = "login brute force answered 302 to the form"
+	ClassResidentialUA  = "residential proxies, 2-6 bare product pages each, one UA"
 )
 
 // Benign classes that look like those campaigns.
@@ -181,6 +182,47 @@ func (g *gen) campaignAttacks() {
 		}
 	}
 	g.attack(Attack{Name: ClassLoginRedirect, Rule: "login_bruteforce", Scope: "ip.src", Values: redirect, IPs: redirect})
+
+	// Rotating residential proxies driving a real browser stack (its JA4
+	// matches the user agent): 2-6 product pages per address, no assets,
+	// no referer, no cookie kept, one user agent.
+	var resi []string
+	b := g.rng.IntN(len(browserUAs))
+	start = time.Duration(g.rng.Int64N(int64(span / 2)))
+	for range g.between(100, 160) {
+		ip := g.freshAddr()
+		g.actor(ip.String(), ClassResidentialUA, true)
+		resi = append(resi, ip.String())
+		at := start + time.Duration(g.rng.Int64N(int64(20*time.Minute)))
+		for range g.between(2, 6) {
+			g.add(request{t: g.at(at), ip: ip, method: "GET", path: "/product/" + strconv.Itoa(g.rng.IntN(20000)), status: 200, ua: browserUAs[b], ja4: browserJA4s[b]})
+			at += time.Duration(g.between(2, 20)) * time.Second
+		}
+	}
+	g.attack(Attack{Name: ClassResidentialUA, Rule: "browserless_pages", Scope: "ip.src", Values: resi, IPs: resi})
+}
+
+// land is a visit that starts on path, from a link in a mail or an ad (no
+// referer, no cookie yet), with its assets, then views more pages with the
+// cookie the site set and a referer. It returns the cookie.
+func (g *gen) land(ip netip.Addr, ua, ja4 string, at time.Duration, path string, views int) string {
+	cookie := fmt.Sprintf("s%016x", g.rng.Uint64())
+	g.labels.BenignCookies[cookie] = true
+	ref := ""
+	for v := range views {
+		r := request{t: g.at(at), ip: ip, method: "GET", path: path, status: 200, ua: ua, ja4: ja4, cookie: cookie, ref: ref}
+		if v == 0 {
+			r.cookie = ""
+		}
+		g.add(r)
+		for range 2 + g.rng.IntN(4) {
+			g.add(request{t: g.at(at + time.Duration(g.rng.IntN(900))*time.Millisecond), ip: ip, method: "GET", path: statics[g.rng.IntN(len(statics))], status: 200, ua: ua, ja4: ja4, cookie: cookie, ref: "https://shop.example" + path})
+		}
+		ref = "https://shop.example" + path
+		path = pages[g.rng.IntN(len(pages))]
+		at += time.Duration(g.between(5, 60)) * time.Second
+	}
+	return cookie
 }
 
 // campaignBenign adds the crowds that look like campaigns and are not.
@@ -207,8 +249,9 @@ func (g *gen) campaignBenign() {
 			g.browse(ip, browserUAs[b], browserJA4s[b], at, 2+g.rng.IntN(10))
 		}
 	}
-	// A CGNAT pool: 16 to 24 addresses of one /24, each carrying phones.
-	for k := range g.between(16, 24) {
+	// A CGNAT pool: 16 to 24 addresses of one /24 (fewer with fewer benign
+	// clients), each carrying phones.
+	for k := range g.scaled(g.between(16, 24), 8) {
 		ip := addrV4(61, 11, 201, 10+k)
 		g.benignActor(ip, ClassCGNATPool)
 		for range g.scaled(20, 6) {
@@ -224,8 +267,7 @@ func (g *gen) campaignBenign() {
 		g.benignActor(ip, ClassNewsletter)
 		b := g.rng.IntN(len(browserUAs))
 		at := storm + time.Duration(g.rng.Int64N(int64(3*time.Minute)))
-		g.add(request{t: g.at(at), ip: ip, method: "GET", path: "/landing/winter?utm_source=newsletter&utm_medium=email", status: 200, ua: browserUAs[b], ja4: browserJA4s[b]})
-		g.browse(ip, browserUAs[b], browserJA4s[b], at+time.Duration(g.between(1, 3))*time.Second, 1+g.rng.IntN(6))
+		g.land(ip, browserUAs[b], browserJA4s[b], at, "/landing/winter?utm_source=newsletter&utm_medium=email", g.between(1, 6))
 	}
 	// Phones moving from Wi-Fi to the carrier (IPv4, then IPv6) in one session.
 	for range g.scaled(40, 10) {
@@ -260,11 +302,8 @@ func (g *gen) campaignBenign() {
 		g.benignActor(ip, ClassSale)
 		b := g.rng.IntN(len(browserUAs))
 		at := sale + time.Duration(g.rng.Int64N(int64(time.Minute)))
-		g.add(request{t: g.at(at), ip: ip, method: "GET", path: "/sale", status: 200, ua: browserUAs[b], ja4: browserJA4s[b]})
-		cookie := fmt.Sprintf("s%016x", g.rng.Uint64())
-		g.labels.BenignCookies[cookie] = true
+		cookie := g.land(ip, browserUAs[b], browserJA4s[b], at, "/sale", g.between(1, 5))
 		g.add(request{t: g.at(at + 4*time.Second), ip: ip, method: "POST", path: "/cart/add", status: 200, ua: browserUAs[b], ja4: browserJA4s[b], cookie: cookie, ref: "https://shop.example/sale"})
-		g.browse(ip, browserUAs[b], browserJA4s[b], at+10*time.Second, 1+g.rng.IntN(4))
 	}
 	// People who mistype their password (the form shown again, or a 302
 	// to /login?error=1) and some who reset it, from a browser.

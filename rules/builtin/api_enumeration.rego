@@ -24,8 +24,9 @@ package guardd.rules.api_enumeration
 paging := {"page", "offset", "cursor", "start", "skip", "p", "page[number]", "page[offset]"}
 
 count if {
-	not input.bot.verified
+	input.http.query
 	input.http.method in {"GET", "HEAD"}
 	some arg in paging
 	input.http.args[arg]
+	not input.bot.verified
 }

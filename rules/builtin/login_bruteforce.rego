@@ -49,10 +49,11 @@ count if {
 # A failure redirected back to the form: the POST answers 302 as a success
 # does, and the client follows it to the form with an error flag.
 count if {
+	input.http.query
 	input.http.method == "GET"
-	login_path(lower(input.http.norm.path))
 	some arg in failure_args
 	input.http.args[arg]
+	login_path(lower(input.http.norm.path))
 }
 
 failure_args := {"error", "failed", "login_failed", "login_error", "auth_error", "auth_failed", "loginfailed"}
