@@ -155,7 +155,7 @@ func (g *gen) campaignAttacks() {
 		}
 		nets = append(nets, pfx.String())
 	}
-	g.attack(Attack{Name: ClassPrefixRotation, Rule: "prefix_campaign", Scope: "ip.src.prefix", Values: nets, IPs: rot})
+	g.attack(Attack{Name: ClassPrefixRotation, Rule: "prefix_scraping", Scope: "ip.src.prefix", Values: nets, IPs: rot})
 
 	// One client paging through the product API, IPv4 and IPv6.
 	var enum []string

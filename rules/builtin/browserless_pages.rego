@@ -32,8 +32,11 @@ api := {
 	"/__", "/.well-known/", "/health", "/metrics",
 }
 
-# Words of user agents that are not a person's browser.
-not_browser := {"bot", "crawl", "spider", "http", "preview", "compatible;", "headless", "fetch", "monitor"}
+# Words of user agents that are not a person's browser, as they are spelt.
+not_browser := {
+	"bot", "Bot", "crawl", "Crawl", "spider", "Spider", "http", "preview", "Preview",
+	"compatible;", "Headless", "fetch", "Fetch", "monitor", "Monitor",
+}
 
 # Only pages the site has (200): a web app's own fetches without a
 # referer (previews, favicons, its API) are often answered 403 or 404.
@@ -51,14 +54,13 @@ bare_page if {
 	not input.http.cookies.session
 	input.http.method in {"GET", "HEAD"}
 	startswith(input.http.user_agent, "Mozilla/5.0 (")
-	not input.bot.name
-	not named_tool
 	not strings.any_suffix_match(lower(input.http.path), static)
 	not strings.any_prefix_match(lower(input.http.path), api)
+	not input.bot.name
+	not named_tool
 }
 
 named_tool if {
-	ua := lower(input.http.user_agent)
 	some w in not_browser
-	contains(ua, w)
+	contains(input.http.user_agent, w)
 }
