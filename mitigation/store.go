@@ -57,6 +57,10 @@ const (
 	OriginRule   Origin = "rule"   // a rule tripped
 	OriginManual Origin = "manual" // an operator, by name
 	OriginAPI    Origin = "api"    // the admin API (guardd decisions, bulk imports)
+	// OriginScore: a client's anomaly score reached a threshold (package
+	// scoring). Like a manual decision it covers every request of its
+	// scope: no rule's mitigation expression narrows it.
+	OriginScore Origin = "score"
 )
 
 // Config configures a Store. The zero value is a usable in-memory store.

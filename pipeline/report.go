@@ -30,6 +30,11 @@ type Report struct {
 	limits    *throttle.Rules
 	throttled []*Throttled
 	tv        throttle.Verdict
+	// scores holds the anomaly scores' mitigations by address (a
+	// single-address prefix) or network; scoreBits the prefix lengths
+	// among its keys.
+	scores    map[netip.Prefix]*Mitigation
+	scoreBits []int
 }
 
 // Throttled is what one throttle rule did over a replay.
@@ -189,6 +194,29 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 	e.record(action, expires)
 }
 
+// scored records a mitigation an anomaly score made, as the store holds it.
+func (r *Report) scored(m mitigation.Mitigation) {
+	if len(m.Scope) != 1 {
+		return
+	}
+	p, ok := mitigation.Network(m.Scope[0])
+	if !ok {
+		return
+	}
+	if r.scores == nil {
+		r.scores = map[netip.Prefix]*Mitigation{}
+	}
+	e := r.scores[p]
+	if e == nil {
+		e = &Mitigation{Rule: m.Rule, Scope: []characteristics.Field{{Name: m.Scope[0].Name, Value: m.Scope[0].Value}}, FirstSeen: m.Created}
+		r.scores[p] = e
+		if !slices.Contains(r.scoreBits, p.Bits()) {
+			r.scoreBits = append(r.scoreBits, p.Bits())
+		}
+	}
+	e.record(m.Action, m.Expires)
+}
+
 // record counts one more trip of e, held with action and expires.
 func (e *Mitigation) record(action mitigation.Action, expires time.Time) {
 	e.Trips++
@@ -241,6 +269,27 @@ func (r *Report) judge(client netip.Addr, allowed bool, t time.Time, mk engine.M
 			}
 		}
 	}
+	if len(r.scores) > 0 && client.IsValid() {
+		// An anomaly score's mitigation covers every request of its
+		// address or network.
+		ua := client.Unmap()
+		for _, bits := range r.scoreBits {
+			p, err := ua.Prefix(bits)
+			if err != nil {
+				continue
+			}
+			e := r.scores[p]
+			if e == nil || !t.Before(e.Expires) {
+				continue
+			}
+			e.Count++
+			e.LastSeen = t
+			applied = true
+			if best == nil || e.Action.Stronger(best.Action) {
+				best = e
+			}
+		}
+	}
 	if cs == nil {
 		return applied
 	}
@@ -277,8 +326,11 @@ func (r *Report) anyKey(keys []uint64) bool {
 
 // Mitigations returns every mitigation made, ordered by first trip.
 func (r *Report) Mitigations() []Mitigation {
-	out := make([]Mitigation, 0, len(r.entries))
+	out := make([]Mitigation, 0, len(r.entries)+len(r.scores))
 	for _, e := range r.entries {
+		out = append(out, *e)
+	}
+	for _, e := range r.scores {
 		out = append(out, *e)
 	}
 	slices.SortFunc(out, func(a, b Mitigation) int {
@@ -326,7 +378,7 @@ func (r *Report) Clients() []Client {
 	// Address and prefix mitigations by prefix length: a client is covered
 	// where its address, cut to that length, is a key.
 	nets := map[int]map[netip.Prefix][]string{}
-	for _, e := range r.entries {
+	for _, e := range r.all() {
 		if e.Action == mitigation.ActionLog || len(e.Scope) != 1 {
 			continue
 		}
@@ -355,6 +407,18 @@ func (r *Report) Clients() []Client {
 		}
 	}
 	slices.SortFunc(out, func(a, b Client) int { return a.Addr.Compare(b.Addr) })
+	return out
+}
+
+// all returns the report's mitigations, the rules' and the scores'.
+func (r *Report) all() []*Mitigation {
+	out := make([]*Mitigation, 0, len(r.entries)+len(r.scores))
+	for _, e := range r.entries {
+		out = append(out, e)
+	}
+	for _, e := range r.scores {
+		out = append(out, e)
+	}
 	return out
 }
 

@@ -541,6 +541,9 @@ func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 	if !tr.Expires.After(now) {
 		return // an old line from a backlog: the mitigation would already be over
 	}
+	if tr.Rule.AnomalyScore > 0 {
+		s.score(p.scoring, tr, now)
+	}
 	action := p.actions[tr.Index]
 	slack := tr.Rule.MitigationTimeout / 10
 	if cfg.Report != nil {
