@@ -61,7 +61,7 @@ func TestEnrichTableFiles(t *testing.T) {
 	}
 	e := Event{IP: netip.MustParseAddr("192.0.2.9"), UserAgent: "AcmeBot/1"}
 	en.Enrich(&e)
-	if e.Bot != (Bot{"acme", true}) {
+	if e.Bot != (Bot{Name: "acme", Verified: true}) {
 		t.Errorf("bot = %+v", e.Bot)
 	}
 	bad := filepath.Join(dir, "clients.txt")

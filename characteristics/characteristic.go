@@ -57,6 +57,7 @@ const (
 	fBotVerified
 	fTLSClient
 	fSyslogHost
+	fBotPending
 )
 
 // field describes one fixed characteristic: its canonical name, its path in the
@@ -104,6 +105,7 @@ var fields = [...]field{
 	fBotVerified: {"bot.verified", []string{"bot", "verified"}, KindString},
 	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
 	fSyslogHost:  {"syslog.host", []string{"syslog", "host"}, KindString},
+	fBotPending:  {"bot.pending", []string{"bot", "pending"}, KindString},
 }
 
 // byName maps every accepted spelling of a fixed characteristic to its field.
@@ -238,7 +240,7 @@ func (c Characteristic) String() string {
 func (c Characteristic) KnownAtRequest() bool {
 	switch c.id {
 	case fIP, fPrefix, fASN, fCountry, fPort, fHost, fMethod, fPath, fQuery,
-		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified,
+		fUserAgent, fReferer, fHeader, fCookie, fTime, fBotName, fBotVerified, fBotPending,
 		fNormPath, fNormQuery, fNormUA, fNormReferer, fArg, fAnomaly:
 		return true
 	}
@@ -325,6 +327,11 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 		s = e.Bot.Name
 	case fBotVerified:
 		if e.Bot.Verified {
+			return "true", true
+		}
+		return "", false
+	case fBotPending:
+		if e.Bot.Pending {
 			return "true", true
 		}
 		return "", false

@@ -47,7 +47,8 @@ var fieldDocs = [len(fields)]string{
 	fArg:         `the first query argument of that name, decoded; "" for ?flag`,
 	fAnomaly:     "present when normalising the path found it: " + strings.Join(anomalyNames[:], ", "),
 	fBotName:     "the crawler the user agent names (googlebot, bingbot, ...); absent for other clients",
-	fBotVerified: "present only when the address is in that crawler's published ranges",
+	fBotVerified: "present when the address is in that crawler's published ranges, or its reverse DNS is forward-confirmed (characteristics.resolver)",
+	fBotPending:  "\"true\" while the crawler's name awaits its reverse DNS check: not yet verified, not yet punished",
 	fSyslogHost:  "the host that sent the line over syslog (its header's HOSTNAME); absent for files, standard input and the decision API",
 	fTLSClient:   `"<kind>/<name>" of the TLS stack whose JA4 this is (library/curl, browser/chromium, ...), when known`,
 }
@@ -77,7 +78,7 @@ func Describe() []Info {
 		case fAnomaly:
 			in.Input += `["name"]`
 			in.Name, in.Kind = `http.anomalies["name"]`, "true"
-		case fBotVerified:
+		case fBotVerified, fBotPending:
 			in.Kind = "true"
 		}
 		out[id] = in

@@ -6,10 +6,12 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 
 	"github.com/guardd/guardd/characteristics/bots"
+	"github.com/guardd/guardd/characteristics/fcrdns"
 )
 
 // EnrichConfig configures an Enricher. The zero value aggregates clients into
@@ -30,6 +32,13 @@ type EnrichConfig struct {
 	// TLSClients is a TLS client table file (bots.ParseStacks) replacing
 	// the embedded one, which tls.client is read from.
 	TLSClients string
+	// Resolver is a DNS server (host:port) that verifies crawlers by
+	// forward-confirmed reverse DNS (characteristics/fcrdns) when their
+	// address is outside their published ranges. Without one, a crawler
+	// known only by reverse DNS there is bot.pending, never judged fake.
+	Resolver string
+	// Verify tunes the verifier's cache and rate; its Resolver is ignored.
+	Verify fcrdns.Config
 }
 
 // Enricher completes events: trusted-proxy handling, address normalisation,
@@ -41,6 +50,7 @@ type Enricher struct {
 	country  *geoDB
 	crawlers *bots.Crawlers
 	stacks   *bots.Stacks
+	verifier *fcrdns.Verifier // nil without a resolver
 }
 
 // NewEnricher validates cfg and opens its databases.
@@ -71,6 +81,13 @@ func NewEnricher(cfg EnrichConfig) (*Enricher, error) {
 	if en.stacks, err = bots.LoadStacks(cfg.TLSClients); err != nil {
 		return nil, fmt.Errorf("characteristics: tls_clients: %w", err)
 	}
+	if cfg.Resolver != "" {
+		vc := cfg.Verify
+		vc.Resolver = cfg.Resolver
+		if en.verifier, err = fcrdns.New(vc); err != nil {
+			return nil, fmt.Errorf("characteristics: resolver: %w", err)
+		}
+	}
 	if cfg.ASNDatabase != "" {
 		if en.asn, err = openGeoDB(cfg.ASNDatabase); err != nil {
 			return nil, err
@@ -97,6 +114,9 @@ func (en *Enricher) Close() error {
 		errs = append(errs, en.country.r.Close())
 	}
 	en.asn, en.country = nil, nil
+	if en.verifier != nil {
+		errs = append(errs, en.verifier.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -124,11 +144,39 @@ func (en *Enricher) EnrichMemo(e *Event, m *bots.Memo) {
 	}
 	e.Prefix, _ = e.IP.Prefix(bits)
 	e.Bot.Name, e.Bot.Verified = en.crawlers.CheckMemo(e.UserAgent, e.IP, m)
+	if e.Bot.Name != "" && !e.Bot.Verified {
+		en.verifyBot(e)
+	}
 	if en.asn != nil && e.ASN == 0 {
 		e.ASN = en.asn.lookup(e.IP).asn
 	}
 	if en.country != nil && e.Country == "" {
 		e.Country = en.country.lookup(e.IP).country
+	}
+}
+
+// verifyBot judges a crawler's name from outside its ranges by reverse
+// DNS: verified, failed (left unverified: fake), or pending while the
+// lookup has not answered. Without a resolver, a crawler whose ranges are
+// not all its addresses cannot be checked, and is pending.
+func (en *Enricher) verifyBot(e *Event) {
+	domains, complete := en.crawlers.RDNS(e.Bot.Name)
+	if len(domains) == 0 {
+		return // known by its ranges only: outside them, not the crawler
+	}
+	if en.verifier == nil {
+		e.Bot.Pending = !complete
+		return
+	}
+	now := e.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+	switch en.verifier.Check(e.IP, domains, now) {
+	case fcrdns.Verified:
+		e.Bot.Verified = true
+	case fcrdns.Pending:
+		e.Bot.Pending = true
 	}
 }
 

@@ -85,7 +85,10 @@ type Event struct {
 // Bot is what an event says about a known crawler: bot.name and bot.verified.
 type Bot struct {
 	Name     string // the crawler its user agent names, "" when none
-	Verified bool   // the address is in that crawler's published ranges
+	Verified bool   // the address is in that crawler's published ranges, or its reverse DNS confirms it
+	// Pending: the name cannot be judged yet, its reverse DNS lookup not
+	// answered, or no resolver to ask for a crawler known by reverse DNS.
+	Pending bool
 }
 
 // TLSClient returns tls.client, "<kind>/<name>" of the TLS stack that made

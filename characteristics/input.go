@@ -87,6 +87,9 @@ func (e *Event) Input() map[string]any {
 	if e.Bot.Verified {
 		bot["verified"] = true
 	}
+	if e.Bot.Pending {
+		bot["pending"] = true
+	}
 	doc := map[string]any{
 		"ip":     ip,
 		"http":   http,

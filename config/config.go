@@ -372,6 +372,11 @@ type CharacteristicsConfig struct {
 	// table of TLS client stacks by JA4 (tls.client). See docs/rules.md.
 	CrawlerRanges string `yaml:"crawler_ranges"`
 	TLSClients    string `yaml:"tls_clients"`
+	// Resolver is the DNS server (host:port) that verifies crawlers by
+	// forward-confirmed reverse DNS outside their published ranges; empty:
+	// no lookups, and a crawler known only by reverse DNS is never judged
+	// fake there (bot.pending). See docs/rules.md.
+	Resolver string `yaml:"resolver"`
 }
 
 // CountingConfig bounds the counter tables.
@@ -524,6 +529,11 @@ func (c *Config) Validate() error {
 	if p := c.Characteristics.PrefixV6; p < 0 || p > 128 {
 		return fieldErrorf("characteristics.prefix_v6", "%d: want 1 to 128 (0 means 64)", p)
 	}
+	if r := c.Characteristics.Resolver; r != "" {
+		if host, port, err := net.SplitHostPort(r); err != nil || host == "" || port == "" {
+			return fieldErrorf("characteristics.resolver", "%q: want host:port, e.g. 127.0.0.1:53", r)
+		}
+	}
 	if _, err := shadowban.New(c.Shadowban); err != nil {
 		return fieldErrorf("shadowban", "%v", err)
 	}
@@ -607,6 +617,7 @@ func (c *Config) Enrich() characteristics.EnrichConfig {
 		TrustedProxies: Prefixes(c.Characteristics.TrustedProxies),
 		ASNDatabase:    c.Characteristics.ASNDatabase, CountryDatabase: c.Characteristics.CountryDatabase,
 		CrawlerRanges: c.Characteristics.CrawlerRanges, TLSClients: c.Characteristics.TLSClients,
+		Resolver: c.Characteristics.Resolver,
 	}
 }
 

@@ -46,6 +46,7 @@ var badConfigs = map[string]string{
 	"paranoia.bad.yml":             "paranoia.bad.yml:2: rules.paranoia: paranoia 5: want 1 (the default",
 	"challenge-difficulty.bad.yml": "challenge-difficulty.bad.yml:2: challenge.difficulty: 40: want 1 to 28",
 	"challenge-cookie.bad.yml":     `challenge-cookie.bad.yml:3: challenge.cookie: "bad cookie"`,
+	"bad-resolver.bad.yml":         `bad-resolver.bad.yml:3: characteristics.resolver: "127.0.0.1": want host:port`,
 }
 
 func TestConfigFiles(t *testing.T) {

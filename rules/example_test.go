@@ -32,7 +32,7 @@ func Example() {
 	}
 	// Output:
 	// aggressive_crawl: count per [ip.src http.user_agent], limit 300 per 5m0s, then rate_limit
-	// prefix_scraping: count per [ip.src.prefix http.user_agent], limit 16 per 10m0s, then rate_limit
+	// prefix_scraping: count per [ip.src.prefix], limit 40 per 5m0s, then challenge
 	// regular_scraping: count per [ip.src http.user_agent], limit 20 per 30m0s, then rate_limit
 	// scan_404: count per [ip.src], limit 40 per 5m0s, then block
 	// scanner_ua: count per [ip.src], limit 0.5 per 10m0s, then block

@@ -12,7 +12,7 @@ var requestPaths = [][]string{
 	{"http", "host"}, {"http", "method"}, {"http", "path"}, {"http", "query"},
 	{"http", "user_agent"}, {"http", "referer"}, {"http", "headers"}, {"http", "cookies"},
 	{"http", "norm"}, {"http", "args"}, {"http", "anomalies"}, {"time"},
-	{"bot", "name"}, {"bot", "verified"},
+	{"bot", "name"}, {"bot", "verified"}, {"bot", "pending"},
 }
 
 // requestTime reports whether rule r, defined by module m, can be counted

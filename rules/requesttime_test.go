@@ -64,6 +64,7 @@ func TestBuiltinRequestTime(t *testing.T) {
 		"injection": true, "sqli_probe": true, "path_traversal": true,
 		"aggressive_crawl_session": true, "fake_crawler": true, "prefix_scraping": true,
 		"ua_rotation": true, "cache_busting": true, "wordpress_user_enum": true, "regular_scraping": true,
+		"api_enumeration": true,
 	}
 	for _, r := range set.Rules() {
 		if r.RequestTime != want[r.Name] {

@@ -188,6 +188,7 @@ func (g *gen) benignClasses() {
 		}
 	}
 	g.payloadLookalikes() // classes_payload.go
+	g.campaignBenign()
 }
 
 // Library and headless fingerprints, as characteristics/bots' table has
@@ -316,6 +317,7 @@ func (g *gen) behaviourAttacks() {
 	g.attack(Attack{Name: ClassSlowScanner, Rule: "scan_404", Scope: "ip.src", Values: scanner, IPs: scanner})
 
 	g.regularScrapers()
+	g.campaignAttacks()
 }
 
 // regularScrapers adds scripts that fetch one page, sleep a fixed time and

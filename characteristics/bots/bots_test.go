@@ -35,7 +35,7 @@ func TestCheck(t *testing.T) {
 func TestParseCrawlersErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"g ua Googlebot\ng range 66.249.64.0/33\n", "x.txt:2: range \"66.249.64.0/33\""},
-		{"g ua Googlebot\n", "x.txt:1: crawler g has no range line"},
+		{"g ua Googlebot\n", "x.txt:1: crawler g has no range or rdns line"},
 		{"# c\ng range 66.249.64.0/19\n", "x.txt:2: crawler g has no ua line"},
 		{"g ua\n", "x.txt:1: want three fields"},
 		{"g agent Googlebot\n", "x.txt:1: field \"agent\": accepted: ua, range"},

@@ -24,6 +24,11 @@ type Crawlers struct {
 	names  []string
 	tokens []token // in file order; the first match wins
 	ranges [][]netip.Prefix
+	// rdns holds the domains each crawler's reverse DNS names end in;
+	// partial marks the crawlers whose ranges are not all their addresses.
+	rdns    [][]string
+	partial []bool
+	index   map[string]int
 	// filtered: every token contains a word of maybeCrawler, so a user
 	// agent without one names no crawler.
 	filtered bool
@@ -42,8 +47,12 @@ const maxLine = 4096
 //
 //	<crawler> ua <token>       the user agent contains <token> (case-sensitive)
 //	<crawler> range <prefix>   the crawler crawls from <prefix> (IPv4 or IPv6 CIDR)
+//	<crawler> rdns <domain>    its addresses' reverse DNS names end in <domain>
+//	                           and resolve back (forward-confirmed reverse DNS)
+//	<crawler> ranges partial   it also crawls from outside its ranges: an
+//	                           address outside them is only judged by reverse DNS
 //
-// Every crawler needs at least one ua and one range. file names the source
+// Every crawler needs at least one ua, and a range or an rdns. file names the source
 // in errors, which carry its line.
 func ParseCrawlers(r io.Reader, file string) (*Crawlers, error) {
 	c := &Crawlers{}
@@ -70,6 +79,8 @@ func ParseCrawlers(r io.Reader, file string) (*Crawlers, error) {
 			lines[name] = n
 			c.names = append(c.names, name)
 			c.ranges = append(c.ranges, nil)
+			c.rdns = append(c.rdns, nil)
+			c.partial = append(c.partial, false)
 		}
 		switch kind {
 		case "ua":
@@ -83,8 +94,19 @@ func ParseCrawlers(r io.Reader, file string) (*Crawlers, error) {
 				return nil, fmt.Errorf("%s:%d: range %q: zones are not accepted", file, n, val)
 			}
 			c.ranges[i] = append(c.ranges[i], unmap(p.Masked()))
+		case "rdns":
+			d := strings.ToLower(strings.Trim(val, "."))
+			if d == "" || !strings.Contains(d, ".") {
+				return nil, fmt.Errorf("%s:%d: rdns %q: want a domain such as googlebot.com", file, n, val)
+			}
+			c.rdns[i] = append(c.rdns[i], d)
+		case "ranges":
+			if val != "partial" {
+				return nil, fmt.Errorf("%s:%d: ranges %q: accepted: partial", file, n, val)
+			}
+			c.partial[i] = true
 		default:
-			return nil, fmt.Errorf("%s:%d: field %q: accepted: ua, range", file, n, kind)
+			return nil, fmt.Errorf("%s:%d: field %q: accepted: ua, range, rdns, ranges", file, n, kind)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -92,14 +114,27 @@ func ParseCrawlers(r io.Reader, file string) (*Crawlers, error) {
 	}
 	c.filtered = !slices.ContainsFunc(c.tokens, func(t token) bool { return !maybeCrawler(t.s) })
 	for i, name := range c.names {
-		if len(c.ranges[i]) == 0 {
-			return nil, fmt.Errorf("%s:%d: crawler %s has no range line", file, lines[name], name)
+		if len(c.ranges[i]) == 0 && len(c.rdns[i]) == 0 {
+			return nil, fmt.Errorf("%s:%d: crawler %s has no range or rdns line", file, lines[name], name)
 		}
 		if !slices.ContainsFunc(c.tokens, func(t token) bool { return t.crawler == i }) {
 			return nil, fmt.Errorf("%s:%d: crawler %s has no ua line", file, lines[name], name)
 		}
 	}
+	c.index = index
 	return c, nil
+}
+
+// RDNS returns the domains that the crawler's reverse DNS names end in
+// (nil: it is known by its ranges only), and whether its ranges are
+// complete: every address outside them is not the crawler's, with no lookup
+// needed. It allocates nothing; the slice must not be changed.
+func (c *Crawlers) RDNS(name string) (domains []string, complete bool) {
+	i, ok := c.index[name]
+	if !ok {
+		return nil, false
+	}
+	return c.rdns[i], len(c.ranges[i]) > 0 && !c.partial[i]
 }
 
 func unmap(p netip.Prefix) netip.Prefix {

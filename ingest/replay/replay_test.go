@@ -115,31 +115,30 @@ func TestReplayFindsEveryAttacker(t *testing.T) {
 	for _, m := range ms {
 		for _, f := range m.Scope {
 			found[m.Rule+"|"+f.Name+"|"+f.Value] = true
-			// A challenge is friction, not harm, for a person's browser:
+			// A challenge is friction for a person's browser, not harm:
 			// bounded below, per client.
 			if benignValue(fx.labels, f) && m.Action != mitigation.ActionChallenge {
-				t.Errorf("benign %s=%s mitigated by %s (%s, count %d)", f.Name, f.Value, m.Rule, m.Action, m.Count)
+				t.Errorf("benign %s=%s mitigated by %s (count %d)", f.Name, f.Value, m.Rule, m.Count)
 			}
 		}
 	}
-	// The definition that matters: no benign client ever got an action but
-	// a challenge, whatever the scope of the mitigation that applied to it,
-	// and at most 2% of them a challenge (issue 19's bound).
+	// The definition that matters: no benign client ever got an action, whatever
+	// the scope of the mitigation that applied to it.
 	challenged := 0
 	for _, c := range hit {
 		if !fx.labels.BenignIPs[c.Addr.String()] {
 			continue
 		}
-		if c.Actioned > c.Actions[mitigation.ActionChallenge] {
-			t.Errorf("benign client %s got %d actioned requests %v (mitigated %v, by %v)", c.Addr, c.Actioned, c.Actions, c.Mitigated, c.Rules)
-		} else if c.Actioned > 0 {
-			challenged++
+		if c.Actioned > 0 && c.Actions[mitigation.ActionChallenge] == c.Actioned && !loggen.NonBrowser[fx.labels.Actors[c.Addr.String()]] {
+			challenged++ // a browser shown a challenge: friction
+			continue
 		}
+		t.Errorf("benign client %s got %d actioned requests (mitigated %v, by %v)", c.Addr, c.Actioned, c.Mitigated, c.Rules)
 	}
-	if n := len(fx.labels.BenignIPs); challenged*50 > n {
-		t.Errorf("%d of %d benign clients challenged, more than 2%%", challenged, n)
+	if n := len(fx.labels.BenignIPs); float64(challenged) > 0.02*float64(n) {
+		t.Errorf("%d of %d benign clients challenged: more than 2%%", challenged, n)
 	} else {
-		t.Logf("%d of %d benign clients challenged", challenged, n)
+		t.Logf("%d of %d benign clients challenged (friction)", challenged, n)
 	}
 	if len(hit) == 0 {
 		t.Error("no client actioned at all")

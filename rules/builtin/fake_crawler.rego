@@ -1,10 +1,14 @@
 # METADATA
 # title: Fake crawler
 # description: >-
-#   A user agent that names a major crawler (Googlebot, bingbot, Applebot,
-#   DuckDuckBot, facebookexternalhit, YandexBot ...) from an address outside
-#   the ranges that crawler publishes (bot.verified absent). Real crawlers are
-#   verified and never counted; scrapers borrow their names to be let through.
+#   A user agent that names a known crawler (Googlebot, bingbot, Applebot,
+#   DuckDuckBot, facebookexternalhit, YandexBot, Baiduspider, AhrefsBot ...)
+#   from an address that is neither in the ranges that crawler publishes nor
+#   confirmed by its reverse DNS (bot.verified absent). A name whose reverse
+#   DNS lookup has not answered, or that cannot be checked without
+#   characteristics.resolver, is bot.pending and not counted. Real crawlers
+#   are verified and never counted; scrapers borrow their names to be let
+#   through.
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
@@ -17,6 +21,7 @@ package guardd.rules.fake_crawler
 count if {
 	input.bot.name
 	not input.bot.verified
+	not input.bot.pending
 }
 
 mitigate := true

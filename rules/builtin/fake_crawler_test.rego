@@ -9,3 +9,11 @@ test_counts_unverified_crawler if rule.count with input as req({"name": "googleb
 test_ignores_verified_crawler if not rule.count with input as req({"name": "googlebot", "verified": true})
 
 test_ignores_other_clients if not rule.count with input as req({})
+
+test_ignores_name_not_yet_checked if {
+	not rule.count with input as req({"name": "yandex", "pending": true})
+}
+
+test_counts_name_that_failed_its_lookup if {
+	rule.count with input as req({"name": "yandex"})
+}

@@ -6,8 +6,9 @@
 #   wp-login.php or xmlrpc.php answered 200 (WordPress re-renders the form on
 #   failure and redirects on success); a POST to a login form (not a JSON API)
 #   answered 200, the form shown again; a POST to a login endpoint the site
-#   does not have (404); and HTTP basic authentication refused (401) with a
-#   user name, on any path.
+#   does not have (404); a failure answered 302 back to the form, seen as the
+#   form fetched again with an error in its query (/login?error=1); and HTTP
+#   basic authentication refused (401) with a user name, on any path.
 # custom:
 #   characteristics: [ip.src]
 #   period: 5m
@@ -44,6 +45,18 @@ count if {
 	not contains(lower(input.http.norm.path), "/oauth/")
 	not lower(input.http.norm.path) == "/auth"
 }
+
+# A failure redirected back to the form: the POST answers 302 as a success
+# does, and the client follows it to the form with an error flag.
+count if {
+	input.http.query
+	input.http.method == "GET"
+	some arg in failure_args
+	input.http.args[arg]
+	login_path(lower(input.http.norm.path))
+}
+
+failure_args := {"error", "failed", "login_failed", "login_error", "auth_error", "auth_failed", "loginfailed"}
 
 count if {
 	input.http.status == 401

@@ -35,3 +35,11 @@ test_mitigates_login_only if {
 	login_bruteforce.mitigate with input as {"http": {"method": "GET", "path": "/login", "norm": {"path": "/login"}, "status": 200}}
 	not login_bruteforce.mitigate with input as {"http": {"method": "GET", "path": "/", "norm": {"path": "/"}, "status": 200}}
 }
+
+test_counts_failure_redirected_to_the_form if {
+	login_bruteforce.count with input as {"http": {"method": "GET", "path": "/login", "norm": {"path": "/login"}, "query": "error=1", "args": {"error": "1"}, "status": 200}}
+}
+
+test_ignores_the_form_itself if {
+	not login_bruteforce.count with input as {"http": {"method": "GET", "path": "/login", "norm": {"path": "/login"}, "args": {"next": "/account"}, "status": 200}}
+}

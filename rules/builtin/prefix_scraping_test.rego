@@ -15,3 +15,12 @@ test_ignores_assets_and_verified_crawlers if {
 	not rule.count with input as object.union(view, {"http": {"path": "/static/app.js"}})
 	not rule.count with input as object.union(view, {"bot": {"name": "googlebot", "verified": true}})
 }
+
+test_counts_whatever_the_user_agent if {
+	rule.count with input as object.union(view, {"http": {"user_agent": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X)"}})
+	rule.count with input as object.union(view, {"http": {"user_agent": ""}})
+}
+
+test_ignores_verified_seo_crawler if {
+	not rule.count with input as object.union(view, {"bot": {"name": "ahrefsbot", "verified": true}})
+}
