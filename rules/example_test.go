@@ -37,5 +37,5 @@ func Example() {
 	// scan_404: count per [ip.src], limit 40 per 5m0s, then block
 	// scanner_ua: count per [ip.src], limit 0.5 per 10m0s, then block
 	// sensitive_probe: count per [ip.src], limit 0.5 per 10m0s, then block
-	// ua_rotation: count per [ip.src], limit 10 per 1m0s, then rate_limit
+	// ua_rotation: count per [ip.src], limit 10 per 1m0s, then challenge
 }
