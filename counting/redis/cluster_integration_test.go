@@ -586,13 +586,15 @@ func TestClusterFailover(t *testing.T) {
 	n0, _ := strconv.ParseFloat(v0, 64)
 	// The dead key keeps counting fleet-wide on the new master: both
 	// nodes spend leases granted there, its count there grows, until
-	// each node refuses on its fleet view (not waiting for a grant).
+	// each node refuses: on its fleet view, or waiting for a grant that
+	// the new master cannot make (grants are whole events, and a sliding
+	// window's count can stop a fraction short of the limit, 99.57 of
+	// 100: what is left is no event to grant).
 	var refused [2]int
 	sent := 0
 	redistest.WaitFor(t, 60*time.Second, "the dead key's count to grow on the new master until both nodes refuse", func() bool {
 		for i, c := range cs {
-			waits := testutil.ToFloat64(c.decisions[byLeaseWait])
-			if last = addOn(c); !last.Exceeded || testutil.ToFloat64(c.decisions[byLeaseWait]) != waits {
+			if last = addOn(c); !last.Exceeded {
 				refused[i] = 0
 			} else {
 				refused[i]++
