@@ -474,6 +474,25 @@ func (s *Store) Lookup(key uint64, now time.Time) (Mitigation, bool) {
 	return m, true
 }
 
+// LookupAll appends to dst every mitigation on the scope whose Key is key,
+// unexpired at now, one per rule, and returns dst: the decision API's
+// verdict weighs each rule's mitigation against its mitigation expression,
+// so the strongest alone (Lookup) is not enough. It allocates nothing once
+// dst has grown and runs concurrently with writers; the Scopes are shared
+// as Lookup's are.
+func (s *Store) LookupAll(key uint64, now time.Time, dst []Mitigation) []Mitigation {
+	sh := s.shardOf(key)
+	sec, nsec := wall(now)
+	sh.mu.RLock()
+	for n := sh.m[key]; n != nil; n = n.next {
+		if n.expiresAfter(sec, nsec) {
+			dst = append(dst, n.mitigation())
+		}
+	}
+	sh.mu.RUnlock()
+	return dst
+}
+
 func stronger(a, b *node) bool {
 	if ra, rb := actionRank[a.action], actionRank[b.action]; ra != rb {
 		return ra > rb

@@ -18,6 +18,7 @@ import (
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/verdict"
 )
 
 // Store is what the pipeline needs of the mitigation table.
@@ -318,7 +319,8 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 	}
 	go func() { wg.Wait(); close(done) }()
 
-	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now()}
+	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now(),
+		tripper: newTripper(cfg.Store, cfg.Report, cfg.Metrics, cfg.Logger)}
 	for b := range done {
 		s.pending[b.seq] = b
 		for {
@@ -462,9 +464,10 @@ type sequencer struct {
 	next      uint64
 	st        Stats
 	trips     []engine.Trip
+	tripper   *tripper
+	req       replayRequest
 	logged    int
 	lastWarn  time.Time // last malformed line logged
-	lastAdd   time.Time // last failed Add logged
 	lastSweep time.Time
 	newest    int64
 }
@@ -501,14 +504,19 @@ func (s *sequencer) apply(b *batch) {
 			storeNow = t
 		}
 		for i := range s.trips {
-			s.trip(p, &s.trips[i], storeNow)
+			s.tripper.trip(p, &s.trips[i], storeNow)
 		}
-		var tv *throttle.Verdict
-		if e.chi > e.clo {
-			tv = cfg.Report.throttle(b.counts[e.clo:e.chi], e.client, t)
-		}
-		if cfg.Report != nil && cfg.Report.judge(e.client, e.allowed, t, p.engine.Mitigable(&b.m, int(e.mit)), tv) {
-			s.st.Mitigated++
+		if rep := cfg.Report; rep != nil {
+			// The verdict on the request, as the decision API would give it
+			// with the mitigations in force after the request's own trips;
+			// the report observes it.
+			q := &s.req
+			*q = replayRequest{r: rep, allowed: e.allowed, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
+				mk: p.engine.Mitigable(&b.m, int(e.mit)), rules: rs}
+			rep.observe(e.client, verdict.Decide(q, t))
+			if q.applied {
+				s.st.Mitigated++
+			}
 		}
 	}
 	s.st.Malformed += b.bad
@@ -531,59 +539,4 @@ func (s *sequencer) apply(b *batch) {
 	if b.marked && cfg.Applied != nil {
 		cfg.Applied(b.mark, &s.st)
 	}
-}
-
-// trip hands a rule going over its limit to the store, unless the rule
-// already holds a mitigation on the scope that this trip would not extend by
-// a tenth of its timeout.
-func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
-	cfg := s.cfg
-	if !tr.Expires.After(now) {
-		return // an old line from a backlog: the mitigation would already be over
-	}
-	action := p.actions[tr.Index]
-	slack := tr.Rule.MitigationTimeout / 10
-	if cfg.Report != nil {
-		// A replay's report holds what its store holds, and nothing else
-		// deletes from that store.
-		if e := cfg.Report.entry(tr); e != nil && e.Action == action && e.Expires.Add(slack).After(tr.Expires) && e.Expires.After(now) {
-			e.record(e.Action, e.Expires) // what Report.trip does, without a second lookup
-			return
-		}
-	} else if held, ok := cfg.Store.LookupRule(scopeKey(tr), tr.Rule.Name, now); ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires) {
-		return
-	}
-	sc := mitigation.Scope(tr.Scope()) // a fresh slice: the store may keep it
-	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: mitigation.OriginRule}, now)
-	if err != nil {
-		if now.Sub(s.lastAdd) > 10*time.Second || now.Before(s.lastAdd) {
-			s.lastAdd = now
-			cfg.Logger.Warn("mitigation not added", "rule", tr.Rule.Name, "err", err)
-		}
-		return
-	}
-	if !ok {
-		return // allowlisted
-	}
-	cfg.Metrics.trip(tr.Rule.Name, action)
-	if cfg.Report != nil {
-		cfg.Report.trip(tr, m.Action, m.Expires)
-	} else if !m.Created.Before(now) {
-		cfg.Logger.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
-	}
-}
-
-// scopeKey is the store's key of a trip's scope, hashed from the key bytes
-// without building the scope. The enricher's values are already canonical;
-// should one not be, the lookup misses and Add, which canonicalises, merges.
-func scopeKey(tr *engine.Trip) uint64 {
-	var h mitigation.Hasher
-	h.Reset()
-	key := tr.KeyBytes
-	for _, c := range tr.Rule.Characteristics {
-		var v []byte
-		v, key = engine.NextKeyValue(key)
-		h.Write(c.String(), v)
-	}
-	return h.Sum64()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
+	"github.com/guardd/guardd/verdict"
 )
 
 // Header names nginx sets on the auth subrequest.
@@ -44,7 +45,9 @@ const (
 
 // Store is what the handler needs of the mitigation table.
 type Store interface {
-	Lookup(key uint64, now time.Time) (mitigation.Mitigation, bool)
+	// LookupAll appends the mitigations in force at now on the scope
+	// whose key is key, one per rule.
+	LookupAll(key uint64, now time.Time, dst []mitigation.Mitigation) []mitigation.Mitigation
 	Shapes() []mitigation.Shape
 	// Allowlisted reports whether the request's client must receive no
 	// action, whatever the scope of the mitigations its keys would find.
@@ -118,6 +121,7 @@ type scratch struct {
 	mt  rules.Matches // of the throttle rules
 	buf []byte
 	hdr []byte // a header value
+	req request
 }
 
 // New validates cfg.
@@ -197,20 +201,8 @@ func (h *Handler) ServeHTTP1(w *http1.Response, r *http1.Request) {
 	}
 }
 
-// Decision is what /v1/decide concluded.
-type Decision struct {
-	Action  mitigation.Action // ActionLog means allow
-	Allow   bool
-	Rule    string
-	Retry   time.Duration // until the mitigation ends, or the throttle admits
-	Limit   float64       // the rule's requests per window, for RateLimit-Policy
-	Window  time.Duration
-	Shed    bool
-	Expires time.Time
-	// Throttle is what the throttle rules said: when Matched on an allowed
-	// request, its RateLimit headers go on the answer.
-	Throttle throttle.Verdict
-}
+// Decision is what /v1/decide concluded: verdict.Decide's answer.
+type Decision = verdict.Decision
 
 func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 	start := time.Now()
@@ -264,74 +256,87 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
 	h.enricher.Enrich(ev)
-	if h.store.Allowlisted(ev) {
-		// Never an action for an allowlisted client, whatever the scope
-		// (country, ASN, user agent ...), and no request-time count.
-		return Decision{Allow: true}, nil
-	}
-	if h.counter != nil {
-		h.counter.CountRequest(ev)
-	}
-	st := h.state.Load()
-	// The rules' mitigation expressions matter only for a request whose key
-	// has a rule's mitigation: evaluated then, once. Most requests have no
-	// mitigation at all and skip them. Throttle rules need their count
-	// expressions on every request: only theirs are evaluated then.
-	evaluated := false
-	var tv throttle.Verdict
-	if st.limits != nil {
-		st.limits.Set().Eval(ev, &s.mt)
-		tv, s.buf = st.limits.Decide(ev, &s.mt, now, s.buf)
-	}
-	best := Decision{Allow: true}
-	var bestM mitigation.Mitigation
-	for _, sh := range h.store.Shapes() {
-		key, buf, ok := sh.Key(ev, s.buf[:0])
-		s.buf = buf
-		if !ok {
-			continue
-		}
-		m, found := h.store.Lookup(key, now)
-		if !found || m.Action == mitigation.ActionLog {
-			continue
-		}
-		if m.Origin == mitigation.OriginRule {
-			// A rule's mitigation applies only to requests its mitigation
-			// expression matches.
-			ri, known := st.index[m.Rule]
-			if known && !evaluated {
-				st.set.Eval(ev, &s.m)
-				evaluated = true
-			}
-			if known && !s.m.Mitigate(ri) {
-				continue
-			}
-		}
-		if best.Allow || m.Action.Stronger(bestM.Action) {
-			bestM = m
-			best = Decision{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Retry: m.Expires.Sub(now)}
-			if ri, known := st.index[m.Rule]; known {
-				best.Limit, best.Window = st.rules[ri].Requests, st.rules[ri].Period
-			}
-		}
-	}
-	if tv.Shed && best.Allow {
-		// The server protecting itself: a 503, unless a mitigation answers.
-		best = Decision{Shed: true, Retry: tv.Retry}
-	}
-	if tv.Refused && (best.Allow || mitigation.ActionThrottle.Stronger(bestM.Action)) {
-		r := tv.Rule
-		best = Decision{Action: mitigation.ActionThrottle, Rule: r.Name, Retry: time.Duration(tv.RetrySeconds()) * time.Second,
-			Limit: r.Requests, Window: r.Period}
-		if r.Concurrency > 0 { // a policy of requests in flight: no window
-			best.Limit, best.Window = float64(r.Concurrency), 0
-		}
-	}
-	best.Throttle = tv
-	if !best.Allow {
+	s.req = request{h: h, st: h.state.Load(), s: s, now: now, shapes: h.store.Shapes(), found: s.req.found[:0]}
+	d := verdict.Decide(&s.req, now)
+	if !d.Allow {
 		h.limiter.Denied(ev)
 	}
-	return best, nil
+	return d, nil
+}
+
+// request is a decide request as verdict.Decide reads the tables in force:
+// the store through the scope shapes it holds, the rules' mitigation
+// expressions evaluated once, when a key has a rule's mitigation (most
+// requests have no mitigation at all and skip them). Throttle rules need
+// their count expressions on every request: only theirs are evaluated then.
+type request struct {
+	h         *Handler
+	st        *ruleState
+	s         *scratch
+	now       time.Time
+	shapes    []mitigation.Shape
+	shape     int                     // the next shape to look up
+	found     []mitigation.Mitigation // on the key of the shape looked up last
+	next      int                     // in found
+	evaluated bool                    // s.m holds the rules' matches
+}
+
+func (r *request) Allowlisted() bool { return r.h.store.Allowlisted(&r.s.ev) }
+
+func (r *request) Count() {
+	if r.h.counter != nil {
+		r.h.counter.CountRequest(&r.s.ev)
+	}
+}
+
+func (r *request) Throttle() throttle.Verdict {
+	var tv throttle.Verdict
+	if limits := r.st.limits; limits != nil {
+		s := r.s
+		limits.Set().Eval(&s.ev, &s.mt)
+		tv, s.buf = limits.Decide(&s.ev, &s.mt, r.now, s.buf)
+	}
+	return tv
+}
+
+func (r *request) Next() (verdict.Mitigation, bool) {
+	s, st := r.s, r.st
+	for {
+		for r.next < len(r.found) {
+			m := &r.found[r.next]
+			r.next++
+			if m.Action == mitigation.ActionLog {
+				continue
+			}
+			ri, known := st.index[m.Rule]
+			if known && m.Origin == mitigation.OriginRule {
+				// A rule's mitigation applies only to requests its
+				// mitigation expression matches.
+				if !r.evaluated {
+					st.set.Eval(&s.ev, &s.m)
+					r.evaluated = true
+				}
+				if !s.m.Mitigate(ri) {
+					continue
+				}
+			}
+			v := verdict.Mitigation{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Order: verdict.NoRule}
+			if known {
+				v.Order, v.Limit, v.Window = ri, st.rules[ri].Requests, st.rules[ri].Period
+			}
+			return v, true
+		}
+		if r.shape >= len(r.shapes) {
+			return verdict.Mitigation{}, false
+		}
+		sh := r.shapes[r.shape]
+		r.shape++
+		key, buf, ok := sh.Key(&s.ev, s.buf[:0])
+		s.buf = buf
+		if ok {
+			r.found, r.next = r.h.store.LookupAll(key, r.now, r.found[:0]), 0
+		}
+	}
 }
 
 // readRequest fills ev from the auth subrequest.
@@ -419,15 +424,15 @@ func appendCookies(dst []characteristics.Field, v string) []characteristics.Fiel
 
 // deny answers 401 with the decision for nginx to pass to /v1/respond.
 func (h *Handler) deny(w *http1.Response, d Decision, s *scratch) {
-	s.buf = d.appendEncoded(s.buf[:0])
+	s.buf = appendEncoded(s.buf[:0], d)
 	w.AddHeader(HeaderDecision, s.buf)
 	w.SetStatus(http.StatusUnauthorized)
 }
 
 // encode writes the decision as "action;retry=N;rule=NAME;q=LIMIT;w=SECONDS".
-func (d Decision) encode() string { return string(d.appendEncoded(nil)) }
+func encode(d Decision) string { return string(appendEncoded(nil, d)) }
 
-func (d Decision) appendEncoded(b []byte) []byte {
+func appendEncoded(b []byte, d Decision) []byte {
 	action := d.Action.String()
 	if d.Shed {
 		action = "shed"
