@@ -20,6 +20,11 @@ const (
 	// admitted or refused (429) against its key's budget when nginx asks.
 	// It is never a mitigation record (see Action.Mitigates).
 	ActionThrottle
+	// ActionChallenge answers a page view with an interstitial that a
+	// person's browser passes (and then carries a signed clearance) and a
+	// script does not; a request that is not a page view gets the rule's
+	// challenge fallback (DESIGN.md "Challenges").
+	ActionChallenge
 	numActions
 )
 
@@ -30,20 +35,25 @@ var actionNames = [numActions]string{
 	ActionShadowBan: "shadowban",
 	ActionFirewall:  "firewall",
 	ActionThrottle:  "throttle",
+	ActionChallenge: "challenge",
 }
 
 // actionRank orders actions when several apply to one request: the highest
 // rank wins, in Lookup and at the decision API. A denial beats a deception
 // (block over shadowban: a client already refused gains nothing from the
-// pretence), a mitigation beats a request-time throttle (it lasts, the
-// throttle's 429 only says "not now"), and any enforcement beats log.
+// pretence), a deception beats a challenge (the client is known bad), a
+// challenge beats a rate limit (a browser that passes it goes on, and only
+// then meets the limit), a mitigation beats a request-time throttle (it
+// lasts, the throttle's 429 only says "not now"), and any enforcement beats
+// log.
 var actionRank = [numActions]uint8{
 	ActionLog:       0,
 	ActionThrottle:  1,
 	ActionRateLimit: 1,
-	ActionShadowBan: 2,
-	ActionBlock:     3,
-	ActionFirewall:  4,
+	ActionChallenge: 2,
+	ActionShadowBan: 3,
+	ActionBlock:     4,
+	ActionFirewall:  5,
 }
 
 // Names returns the action names in the order error messages list them.

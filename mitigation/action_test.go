@@ -17,6 +17,7 @@ func TestParseAction(t *testing.T) {
 		{"shadowban", ActionShadowBan, false},
 		{"firewall", ActionFirewall, false},
 		{"throttle", ActionThrottle, false},
+		{"challenge", ActionChallenge, false},
 		{"Block", 0, true},
 		{"ratelimit", 0, true},
 		{"", 0, true},
@@ -45,13 +46,16 @@ func TestParseAction(t *testing.T) {
 }
 
 func TestActionRank(t *testing.T) {
-	order := []Action{ActionLog, ActionThrottle, ActionShadowBan, ActionBlock, ActionFirewall}
+	order := []Action{ActionLog, ActionThrottle, ActionChallenge, ActionShadowBan, ActionBlock, ActionFirewall}
 	for i := 1; i < len(order); i++ {
 		if !order[i].Stronger(order[i-1]) || order[i-1].Stronger(order[i]) {
 			t.Errorf("%s should outrank %s", order[i], order[i-1])
 		}
 	}
-	if ActionThrottle.Mitigates() || !ActionRateLimit.Mitigates() {
+	if !ActionChallenge.Stronger(ActionRateLimit) {
+		t.Error("a challenge should outrank a rate limit: a browser that passes it meets the limit next")
+	}
+	if ActionThrottle.Mitigates() || !ActionRateLimit.Mitigates() || !ActionChallenge.Mitigates() {
 		t.Error("throttle is decided per request; rate_limit is a mitigation")
 	}
 	if len(Names()) != int(numActions) {

@@ -50,7 +50,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "regularity", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "regularity", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error", "challenge_fallback", "challenge_tier", "challenge_difficulty"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -91,6 +91,9 @@ type Rule struct {
 	// Redis is unreachable or slower than its deadline: open, closed or
 	// local (the default; DESIGN.md "Fleet mode").
 	OnStoreError string
+
+	// Challenge holds what action challenge says; zero for other actions.
+	Challenge Challenge
 
 	// Native reports that both expressions compiled to native predicates;
 	// otherwise the rule is evaluated by OPA on every event.
@@ -445,6 +448,7 @@ func parseRule(errs *errorList, src *source) *Rule {
 		}
 	}
 	meta.throttle(custom, r, mitigateLine)
+	meta.challenge(custom, r)
 	if len(*errs) > n {
 		return nil
 	}

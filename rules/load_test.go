@@ -248,3 +248,22 @@ func TestLoadWindowsAndDistinct(t *testing.T) {
 		t.Errorf("distinct_paths counts on status, it is not request-time")
 	}
 }
+
+func TestLoadChallenge(t *testing.T) {
+	s, err := Load(os.DirFS("testdata/challenge"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Challenge{
+		"challenge_default": {Tier: TierProofOfWork, Fallback: mitigation.ActionRateLimit},
+		"challenge_cookie":  {Tier: TierCookie, Difficulty: 12, Fallback: mitigation.ActionBlock},
+	}
+	for _, r := range s.Rules() {
+		if r.Action != mitigation.ActionChallenge || r.Challenge != want[r.Name] {
+			t.Errorf("%s: action %v, challenge %+v; want challenge %+v", r.Name, r.Action, r.Challenge, want[r.Name])
+		}
+	}
+	if len(s.Rules()) != len(want) {
+		t.Errorf("%d rules, want %d", len(s.Rules()), len(want))
+	}
+}

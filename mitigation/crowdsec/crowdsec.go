@@ -110,6 +110,7 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	s.types[mitigation.ActionBlock] = typeBan
 	s.types[mitigation.ActionFirewall] = typeBan
 	s.types[mitigation.ActionRateLimit] = typeCaptcha
+	s.types[mitigation.ActionChallenge] = typeCaptcha
 	for a, t := range cfg.Types {
 		act, err := mitigation.ParseAction(a)
 		if err != nil {

@@ -483,7 +483,7 @@ func parseDecision(s string) (parsedDecision, error) {
 	parts := strings.Split(s, ";")
 	p.action = parts[0]
 	switch p.action {
-	case "block", "firewall", "rate_limit", "throttle", "shadowban", "shed":
+	case "block", "firewall", "rate_limit", "throttle", "shadowban", "challenge", "shed":
 	default:
 		return p, fmt.Errorf("decision: unknown action %q", p.action)
 	}
@@ -541,7 +541,9 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 	switch p.action {
 	case "block", "firewall":
 		http.Error(w, "Forbidden", http.StatusForbidden)
-	case "rate_limit", "throttle":
+	case "rate_limit", "throttle", "challenge":
+		// A challenge is answered as its fallback (429) until the page
+		// exists; see DESIGN.md "Challenges".
 		// draft-ietf-httpapi-ratelimit-headers-11: the current state
 		// (nothing left, reset in t) always; the policy (quota per window)
 		// when a rule set one (a manual mitigation has none).
@@ -590,12 +592,13 @@ const (
 	outcomeShadowBan
 	outcomeFirewall
 	outcomeThrottle
+	outcomeChallenge
 	outcomeShed
 	outcomeInvalid
 	numOutcomes
 )
 
-var outcomes = [numOutcomes]string{"allow", "block", "rate_limit", "shadowban", "firewall", "throttle", "shed", "invalid"}
+var outcomes = [numOutcomes]string{"allow", "block", "rate_limit", "shadowban", "firewall", "throttle", "challenge", "shed", "invalid"}
 
 func outcomeOf(a mitigation.Action) outcome {
 	switch a {
@@ -609,6 +612,8 @@ func outcomeOf(a mitigation.Action) outcome {
 		return outcomeFirewall
 	case mitigation.ActionThrottle:
 		return outcomeThrottle
+	case mitigation.ActionChallenge:
+		return outcomeChallenge
 	}
 	return outcomeAllow
 }

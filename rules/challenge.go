@@ -1,0 +1,100 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/guardd/guardd/mitigation"
+)
+
+// Challenge is what a rule with action challenge asks of a client
+// (DESIGN.md "Challenges"): which proof its page wants, how hard, and what a
+// request that is not a page view gets instead of the page.
+type Challenge struct {
+	// Tier is the proof the page asks for.
+	Tier ChallengeTier
+	// Difficulty is the proof of work's leading zero bits; 0 means the
+	// configuration's default.
+	Difficulty int
+	// Fallback answers a request that is never shown a page (a method other
+	// than GET or HEAD, or an Accept header without text/html):
+	// rate_limit (429 with Retry-After, the default), block or log.
+	Fallback mitigation.Action
+}
+
+// ChallengeTier is the proof a challenge page asks for. Its String is a
+// closed set, safe as a metric label.
+type ChallengeTier uint8
+
+// Tiers.
+const (
+	// TierProofOfWork: JavaScript finds a SHA-256 proof of work; a client
+	// without JavaScript never passes. The default.
+	TierProofOfWork ChallengeTier = iota
+	// TierCookie: a meta refresh to a signed nonce; a client passes by
+	// keeping the cookie it is given, no JavaScript needed.
+	TierCookie
+	numTiers
+)
+
+var tierNames = [numTiers]string{TierProofOfWork: "pow", TierCookie: "cookie"}
+
+func (t ChallengeTier) String() string {
+	if t < numTiers {
+		return tierNames[t]
+	}
+	return "other"
+}
+
+// ParseChallengeTier reads a tier as written in challenge_tier.
+func ParseChallengeTier(s string) (ChallengeTier, error) {
+	for i, n := range tierNames {
+		if s == n {
+			return ChallengeTier(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown challenge tier %q; expect 'pow' or 'cookie'", s)
+}
+
+// MaxChallengeDifficulty bounds challenge_difficulty: 2^28 hashes is minutes
+// of a phone's time, already more than any person waits.
+const MaxChallengeDifficulty = 28
+
+// challengeFallbacks are the actions challenge_fallback accepts: a refusal
+// a client without a browser understands, or nothing.
+var challengeFallbacks = []string{"rate_limit", "block", "log"}
+
+// challenge reads challenge_tier, challenge_difficulty and
+// challenge_fallback, which apply to action challenge only.
+func (mr metaReader) challenge(custom map[string]any, r *Rule) {
+	keys := []string{"challenge_tier", "challenge_difficulty", "challenge_fallback"}
+	if r.Action != mitigation.ActionChallenge {
+		for _, k := range keys {
+			if _, ok := custom[k]; ok {
+				mr.fail(k, "applies to action challenge")
+			}
+		}
+		return
+	}
+	r.Challenge.Fallback = mitigation.ActionRateLimit
+	if v, ok := custom["challenge_tier"]; ok {
+		s, _ := v.(string)
+		t, err := ParseChallengeTier(strings.TrimSpace(s))
+		if err != nil {
+			mr.fail("challenge_tier", "%v", err)
+		}
+		r.Challenge.Tier = t
+	}
+	if _, ok := custom["challenge_difficulty"]; ok {
+		n := mr.number(custom, "challenge_difficulty")
+		if n != 0 && (n != math.Trunc(n) || n > MaxChallengeDifficulty) {
+			mr.fail("challenge_difficulty", "%v: want a whole number of leading zero bits from 1 to %d", n, MaxChallengeDifficulty)
+		} else {
+			r.Challenge.Difficulty = int(n)
+		}
+	}
+	if f := mr.choice(custom, "challenge_fallback", "rate_limit", challengeFallbacks); f != "" {
+		r.Challenge.Fallback, _ = mitigation.ParseAction(f)
+	}
+}
