@@ -30,6 +30,9 @@ type Report struct {
 	// (SimulateThrottle); throttled their outcomes per rule.
 	limits    *throttle.Rules
 	throttled []*Throttled
+	// OnVerdict, if set, is handed the verdict on every request, in the
+	// log's order, with its client and time (on Run's sequencer).
+	OnVerdict func(client netip.Addr, t time.Time, d verdict.Decision)
 }
 
 // Throttled is what one throttle rule did over a replay.
@@ -199,8 +202,11 @@ func (e *Mitigation) record(action mitigation.Action, expires time.Time) {
 	e.Expires = expires
 }
 
-// observe records the verdict on one request of client.
-func (r *Report) observe(client netip.Addr, d verdict.Decision) {
+// observe records the verdict on one request of client at t.
+func (r *Report) observe(client netip.Addr, t time.Time, d verdict.Decision) {
+	if r.OnVerdict != nil {
+		r.OnVerdict(client, t, d)
+	}
 	if r.clients == nil || !client.IsValid() {
 		return
 	}
@@ -227,6 +233,7 @@ func (r *Report) observe(client netip.Addr, d verdict.Decision) {
 type replayRequest struct {
 	r       *Report
 	allowed bool
+	page    bool
 	client  netip.Addr
 	t       time.Time
 	counts  []throttle.Count
@@ -243,6 +250,11 @@ type replayRequest struct {
 }
 
 func (q *replayRequest) Allowlisted() bool { return q.allowed }
+
+// Cleared: a replay has no clearances.
+func (q *replayRequest) Cleared() bool { return false }
+
+func (q *replayRequest) PageView() bool { return q.page }
 
 // Count does nothing: the sequencer counts the request's log line, and
 // hands its trips to the store, before the verdict.
@@ -286,7 +298,8 @@ func (q *replayRequest) Next() (verdict.Mitigation, bool) {
 		q.applied = true
 		q.from = rule + 1
 		ru := q.rules[rule]
-		return verdict.Mitigation{Action: e.Action, Rule: e.Rule, Expires: e.Expires, Order: rule, Limit: ru.Requests, Window: ru.Period}, true
+		return verdict.Mitigation{Action: e.Action, Rule: e.Rule, Expires: e.Expires, Order: rule, Limit: ru.Requests, Window: ru.Period,
+			Fallback: ru.Challenge.Fallback}, true
 	}
 	q.from = -1
 	return verdict.Mitigation{}, false

@@ -107,6 +107,8 @@ type eventRef struct {
 	// allowed: the store's allowlist covers the request (only worked out
 	// for a report): the decision API would give it no action.
 	allowed bool
+	// page: the request is a page view (verdict.PageView; for a report).
+	page bool
 	// clo, chi: the request's throttle counts in batch.counts (a report
 	// that simulates throttle rules).
 	clo, chi uint32
@@ -367,8 +369,8 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 	p := cfg.Pipelines.Acquire()
 	b.p = p
 	b.m.Reset()
-	// What mitigation expressions matched is read only by a report's
-	// judge: the daemon's decision API evaluates them itself.
+	// What mitigation expressions matched is read only by a replay's
+	// verdicts: the daemon's decision API evaluates them itself.
 	b.m.CountOnly = cfg.Report == nil
 	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
 	b.counts = b.counts[:0]
@@ -439,7 +441,10 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	}
 	r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP, mit: mit}
 	if cfg.Report != nil {
+		// What the sequencer's verdict reads of the request, worked out
+		// here, in parallel: the allowlist, a page view, throttle keys.
 		r.allowed = cfg.Store.Allowlisted(ev)
+		r.page = verdict.PageView(ev)
 		if w.limits != nil && !r.allowed {
 			// The decision API's count of the request: an allowlisted
 			// one is not counted.
@@ -511,9 +516,9 @@ func (s *sequencer) apply(b *batch) {
 			// with the mitigations in force after the request's own trips;
 			// the report observes it.
 			q := &s.req
-			*q = replayRequest{r: rep, allowed: e.allowed, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
+			*q = replayRequest{r: rep, allowed: e.allowed, page: e.page, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
 				mk: p.engine.Mitigable(&b.m, int(e.mit)), rules: rs}
-			rep.observe(e.client, verdict.Decide(q, t))
+			rep.observe(e.client, t, verdict.Decide(q, t))
 			if q.applied {
 				s.st.Mitigated++
 			}

@@ -10,7 +10,10 @@
 // time, the throttle rules admit or refuse it, and every mitigation in force
 // that covers it (a rule's mitigation only where the rule's mitigation
 // expression matches the request) competes with the others: the strongest
-// action wins, on a tie the earliest rule. A mitigation outranks a throttle
+// action wins, on a tie the earliest rule. A challenge does not apply to a
+// request with a valid clearance (Clearances), and a request that is not a
+// page view (PageView) gets the rule's challenge fallback instead of the
+// challenge. A mitigation outranks a throttle
 // refusal of equal or lower rank, and shedding answers only a request no
 // mitigation answers.
 //

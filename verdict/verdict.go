@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
 )
@@ -37,6 +38,9 @@ type Mitigation struct {
 	// Limit and Window are the rule's requests per period (0: none).
 	Limit  float64
 	Window time.Duration
+	// Fallback is, for a challenge, the action a request that is not a page
+	// view gets instead (the rule's challenge_fallback).
+	Fallback mitigation.Action
 }
 
 // Request is one request as the tables in force see it. Decide calls each
@@ -56,6 +60,51 @@ type Request interface {
 	// where the rule's mitigation expression matches it. Mitigations with
 	// ActionLog may be yielded: they apply and enforce nothing.
 	Next() (Mitigation, bool)
+	// Cleared reports whether the request carries a valid clearance (it
+	// passed a challenge); asked only when a challenge covers it.
+	Cleared() bool
+	// PageView reports whether the request is a page view (see PageView);
+	// asked only when a challenge covers it and it has no clearance.
+	PageView() bool
+}
+
+// Clearances checks a request's clearance, the proof that its client passed
+// a challenge, without a store lookup. nil clears nothing.
+type Clearances interface {
+	Cleared(ev *characteristics.Event, now time.Time) bool
+}
+
+// PageView reports whether ev may be shown a challenge page: a GET or HEAD
+// without an Accept header, or with one that names text/html. Anything
+// else (an API call, a webhook, a feed, an image) gets the challenge's
+// fallback instead (DESIGN.md "Challenges").
+func PageView(ev *characteristics.Event) bool {
+	if ev.Method != "GET" && ev.Method != "HEAD" {
+		return false
+	}
+	accept, ok := ev.Header("accept")
+	return !ok || containsFold(accept, "text/html")
+}
+
+// containsFold reports whether s contains the lower-case ASCII sub,
+// ignoring ASCII case, without allocating.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for ; j < len(sub); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decide is the verdict on r at now, the request's time.
@@ -69,10 +118,23 @@ func Decide(r Request, now time.Time) Decision {
 	tv := r.Throttle()
 	best := Decision{Allow: true}
 	var bestM Mitigation
+	asked, cleared, page := false, false, false
 	for {
 		m, ok := r.Next()
 		if !ok {
 			break
+		}
+		if m.Action == mitigation.ActionChallenge {
+			if !asked {
+				asked, cleared = true, r.Cleared()
+				page = !cleared && r.PageView()
+			}
+			if cleared {
+				continue // the client passed a challenge: none applies
+			}
+			if !page {
+				m.Action = m.Fallback
+			}
 		}
 		if m.Action == mitigation.ActionLog {
 			continue

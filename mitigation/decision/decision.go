@@ -68,12 +68,23 @@ type Enricher interface {
 	Enrich(e *characteristics.Event)
 }
 
+// Joiner attaches the fingerprints sniffed from a request's connection
+// (TLS: JA3, JA4 ...) to its event, by client address and port;
+// *sniff.Join is one, shared with the log pipeline.
+type Joiner interface {
+	Enrich(e *characteristics.Event) bool
+}
+
 // Config configures a Handler.
 type Config struct {
 	Store    Store                // required
 	Rules    *rules.Set           // rules whose mitigation expressions apply; may be replaced with SetRules
 	Enricher Enricher             // nil: prefixes only
+	Join     Joiner               // nil: no sniffed fingerprints (tls.ja4 ... unknown)
 	Shadow   *shadowban.Responder // nil: an empty JSON 200
+	// Clearances, if set, checks the clearance of a request a challenge
+	// covers: a cleared request is not challenged. nil: none is cleared.
+	Clearances verdict.Clearances
 	// Counter, if set, counts each decide request before its mitigations
 	// are looked up, so the request that trips a rule is already
 	// mitigated. nil: requests are counted from the log only.
@@ -98,8 +109,10 @@ type Handler struct {
 	store    Store
 	state    atomic.Pointer[ruleState]
 	enricher Enricher
+	join     Joiner
 	shadow   *shadowban.Responder
 	counter  Counter
+	clear    verdict.Clearances
 	limiter  *throttle.Limiter
 	now      func() time.Time
 	log      *slog.Logger
@@ -132,7 +145,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.ShedAfter < 0 {
 		return nil, errors.New("decision: negative ShedAfter")
 	}
-	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, counter: cfg.Counter, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
+	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, join: cfg.Join, shadow: cfg.Shadow, counter: cfg.Counter, clear: cfg.Clearances, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -256,6 +269,9 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
 	h.enricher.Enrich(ev)
+	if h.join != nil {
+		h.join.Enrich(ev)
+	}
 	s.req = request{h: h, st: h.state.Load(), s: s, now: now, shapes: h.store.Shapes(), found: s.req.found[:0]}
 	d := verdict.Decide(&s.req, now)
 	if !d.Allow {
@@ -299,6 +315,12 @@ func (r *request) Throttle() throttle.Verdict {
 	return tv
 }
 
+func (r *request) Cleared() bool {
+	return r.h.clear != nil && r.h.clear.Cleared(&r.s.ev, r.now)
+}
+
+func (r *request) PageView() bool { return verdict.PageView(&r.s.ev) }
+
 func (r *request) Next() (verdict.Mitigation, bool) {
 	s, st := r.s, r.st
 	for {
@@ -320,9 +342,13 @@ func (r *request) Next() (verdict.Mitigation, bool) {
 					continue
 				}
 			}
-			v := verdict.Mitigation{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Order: verdict.NoRule}
+			v := verdict.Mitigation{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Order: verdict.NoRule, Fallback: mitigation.ActionRateLimit}
 			if known {
-				v.Order, v.Limit, v.Window = ri, st.rules[ri].Requests, st.rules[ri].Period
+				ru := st.rules[ri]
+				v.Order, v.Limit, v.Window = ri, ru.Requests, ru.Period
+				if ru.Action == mitigation.ActionChallenge {
+					v.Fallback = ru.Challenge.Fallback
+				}
 			}
 			return v, true
 		}
