@@ -498,20 +498,23 @@ func retrySeconds(d time.Duration) int64 {
 }
 
 type parsedDecision struct {
-	action, rule string
-	retry        int64
-	q            string
-	w            int64
+	action mitigation.Action
+	shed   bool
+	rule   string
+	retry  int64
+	q      string
+	w      int64
 }
 
 func parseDecision(s string) (parsedDecision, error) {
 	var p parsedDecision
 	parts := strings.Split(s, ";")
-	p.action = parts[0]
-	switch p.action {
-	case "block", "firewall", "rate_limit", "throttle", "shadowban", "challenge", "shed":
-	default:
-		return p, fmt.Errorf("decision: unknown action %q", p.action)
+	if parts[0] == "shed" {
+		p.shed = true
+	} else if a, err := mitigation.ParseAction(parts[0]); err == nil && a != mitigation.ActionLog {
+		p.action = a
+	} else {
+		return p, fmt.Errorf("decision: unknown action %q", parts[0])
 	}
 	for _, kv := range parts[1:] {
 		k, v, _ := strings.Cut(kv, "=")
@@ -558,16 +561,21 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		uri = r.Target
 	}
 	hd := w.Header()
-	if p.action != "shadowban" {
+	if p.action != mitigation.ActionShadowBan {
 		// A refusal must not be cached; a shadow-ban answer carries only
 		// what the application's would (see shadowban.Config.Headers).
 		hd.Set("Cache-Control", "no-store")
 	}
 	retry := strconv.FormatInt(p.retry, 10)
+	if p.shed {
+		hd.Set("Retry-After", retry)
+		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	switch p.action {
-	case "block", "firewall":
+	case mitigation.ActionBlock, mitigation.ActionFirewall:
 		http.Error(w, "Forbidden", http.StatusForbidden)
-	case "rate_limit", "throttle", "challenge":
+	case mitigation.ActionRateLimit, mitigation.ActionThrottle, mitigation.ActionChallenge:
 		// A challenge is answered as its fallback (429) until the page
 		// exists; see DESIGN.md "Challenges".
 		// draft-ietf-httpapi-ratelimit-headers-11: the current state
@@ -581,10 +589,7 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s`, policyName(p.rule), p.q))
 		}
 		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
-	case "shed":
-		hd.Set("Retry-After", retry)
-		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
-	case "shadowban":
+	case mitigation.ActionShadowBan:
 		path, _, _ := strings.Cut(uri, "?")
 		h.shadow.Write(w, method, path, h.now())
 	}
