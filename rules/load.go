@@ -62,7 +62,7 @@ type Rule struct {
 	MitigationTimeout time.Duration
 	Requests          float64                         // requests_per_period
 	Action            mitigation.Action               // one of Actions
-	Algorithm         string                          // from Algorithms
+	Algorithm         counting.Algorithm              // parsed once, at load
 	Score             *characteristics.Characteristic // nil = count 1 per request
 	// Distinct, when set, makes the rule count the distinct values of this
 	// characteristic per key (distinct paths per address) rather than
@@ -434,7 +434,8 @@ func parseRule(errs *errorList, src *source) *Rule {
 	if a := meta.choice(custom, "action", "", Actions); a != "" {
 		r.Action, _ = mitigation.ParseAction(a)
 	}
-	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
+	// choice has checked the name: Algorithms are counting's names.
+	r.Algorithm, _ = counting.ParseAlgorithm(meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms))
 	r.OnStoreError = meta.choice(custom, "on_store_error", "local", OnStoreErrors)
 	r.Score = meta.score(custom)
 	r.Distinct = meta.distinct(custom, r)
@@ -595,7 +596,7 @@ func (mr metaReader) number(custom map[string]any, key string) float64 {
 func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) {
 	if _, ok := custom["burst"]; ok {
 		r.Burst = mr.number(custom, "burst")
-		if r.Algorithm != "token_bucket" && r.Algorithm != "gcra" {
+		if r.Algorithm != counting.TokenBucket && r.Algorithm != counting.GCRA {
 			mr.fail("burst", "applies to algorithm token_bucket or gcra, not %s", r.Algorithm)
 		}
 	}
@@ -644,7 +645,7 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 	if mitigateLine > 0 {
 		mr.errs.add(mr.src.file, mitigateLine, "a throttle rule refuses the requests its count expression counts; mitigate has no meaning for it")
 	}
-	if r.Algorithm == "sliding_log" && r.Requests > counting.MaxLogRequests {
+	if r.Algorithm == counting.SlidingLog && r.Requests > counting.MaxLogRequests {
 		mr.fail("requests_per_period", "%v: sliding_log keeps every event time and accepts at most %d; use sliding_window, token_bucket or gcra", r.Requests, counting.MaxLogRequests)
 	}
 }

@@ -147,10 +147,7 @@ func New(cfg Config) (*Engine, error) {
 	rs := cfg.Rules.Rules()
 	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs)), countOnly: cfg.CountOnly}
 	for i, r := range rs {
-		alg, err := counting.ParseAlgorithm(r.Algorithm)
-		if err != nil {
-			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
-		}
+		alg := r.Algorithm
 		if r.Action == mitigation.ActionThrottle {
 			continue // no counter here: the decision API counts it (Prepare skips it)
 		}
