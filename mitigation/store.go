@@ -59,6 +59,26 @@ const (
 	OriginAPI    Origin = "api"    // the admin API (guardd decisions, bulk imports)
 )
 
+// Valid reports whether o is one of the origins above. The store refuses
+// a mitigation of any other (Add, the journal, the fleet stream), so
+// nothing downstream meets one.
+func (o Origin) Valid() bool {
+	switch o {
+	case OriginRule, OriginManual, OriginAPI:
+		return true
+	}
+	return false
+}
+
+// ParseOrigin reads an origin as the journal, the fleet stream and the JSON
+// APIs write it.
+func ParseOrigin(s string) (Origin, error) {
+	if o := Origin(s); o.Valid() {
+		return o, nil
+	}
+	return "", fmt.Errorf("mitigation: unknown origin %q; expect 'rule', 'manual' or 'api'", s)
+}
+
 // Config configures a Store. The zero value is a usable in-memory store.
 type Config struct {
 	// MaxEntries caps the number of mitigations held; 0 means
@@ -419,6 +439,9 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	}
 	if m.Origin == "" {
 		m.Origin = OriginRule
+	}
+	if !m.Origin.Valid() {
+		return m, fmt.Errorf("unknown origin %q; expect 'rule', 'manual' or 'api'", m.Origin)
 	}
 	if m.Rule == "" && m.Origin == OriginRule {
 		return m, errors.New("no rule name")
