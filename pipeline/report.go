@@ -9,9 +9,9 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
-	"github.com/guardd/guardd/verdict"
 )
 
 // Report records, for a replay, every mitigation made (the store holds only

@@ -16,9 +16,9 @@ import (
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
-	"github.com/guardd/guardd/verdict"
 )
 
 // Store is what the pipeline needs of the mitigation table.

@@ -19,9 +19,9 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
-	"github.com/guardd/guardd/verdict"
 )
 
 // Header names nginx sets on the auth subrequest.

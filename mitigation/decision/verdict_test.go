@@ -20,8 +20,8 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/pipeline"
-	"github.com/guardd/guardd/verdict"
 )
 
 // equivalenceRules cover every action (a challenge with each fallback),
