@@ -22,6 +22,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
 )
 
@@ -432,7 +433,7 @@ func (s *Store) shardOf(key uint64) *shard { return &s.shards[key>>(64-shardBits
 
 func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if !m.Action.Valid() {
-		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), acceptedActions())
+		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), action.Accepted())
 	}
 	if !m.Action.Mitigates() {
 		return m, fmt.Errorf("action %s is decided per request, never a mitigation", m.Action)
@@ -517,8 +518,11 @@ func (s *Store) LookupAll(key uint64, now time.Time, dst []Mitigation) []Mitigat
 }
 
 func stronger(a, b *node) bool {
-	if ra, rb := actionRank[a.action], actionRank[b.action]; ra != rb {
-		return ra > rb
+	if a.action.Stronger(b.action) {
+		return true
+	}
+	if b.action.Stronger(a.action) {
+		return false
 	}
 	return a.expiresAfter(b.expSec, b.expNsec)
 }

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/action"
 )
 
 // Challenge is what a rule with action challenge asks of a client
@@ -20,7 +20,7 @@ type Challenge struct {
 	// Fallback answers a request that is never shown a page (a method other
 	// than GET or HEAD, or an Accept header without text/html):
 	// rate_limit (429 with Retry-After, the default), block or log.
-	Fallback mitigation.Action
+	Fallback action.Action
 }
 
 // ChallengeTier is the proof a challenge page asks for. Its String is a
@@ -69,7 +69,7 @@ var challengeFallbacks = []string{"rate_limit", "block", "log"}
 // challenge_fallback, which apply to action challenge only.
 func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 	keys := []string{"challenge_tier", "challenge_difficulty", "challenge_fallback"}
-	if r.Action != mitigation.ActionChallenge {
+	if r.Action != action.Challenge {
 		for _, k := range keys {
 			if _, ok := custom[k]; ok {
 				mr.fail(k, "applies to action challenge")
@@ -77,7 +77,7 @@ func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 		}
 		return
 	}
-	r.Challenge.Fallback = mitigation.ActionRateLimit
+	r.Challenge.Fallback = action.RateLimit
 	if v, ok := custom["challenge_tier"]; ok {
 		s, _ := v.(string)
 		t, err := ParseChallengeTier(strings.TrimSpace(s))
@@ -95,6 +95,6 @@ func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 		}
 	}
 	if f := mr.choice(custom, "challenge_fallback", "rate_limit", challengeFallbacks); f != "" {
-		r.Challenge.Fallback, _ = mitigation.ParseAction(f)
+		r.Challenge.Fallback, _ = action.Parse(f)
 	}
 }

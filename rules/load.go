@@ -24,16 +24,16 @@ import (
 	"github.com/open-policy-agent/opa/v1/types"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting"
-	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules/builtin"
 )
 
 // Actions and algorithms a rule may name, in the order error messages list
 // them: the actions are mitigation's one list.
 var (
-	Actions    = mitigation.Names()
+	Actions    = action.Names()
 	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
 	// OnStoreErrors are the values of on_store_error (docs/fleet.md).
 	OnStoreErrors = []string{"open", "closed", "local"}
@@ -61,7 +61,7 @@ type Rule struct {
 	Period            time.Duration
 	MitigationTimeout time.Duration
 	Requests          float64                         // requests_per_period
-	Action            mitigation.Action               // one of Actions
+	Action            action.Action                   // one of Actions
 	Algorithm         counting.Algorithm              // parsed once, at load
 	Score             *characteristics.Characteristic // nil = count 1 per request
 	// Distinct, when set, makes the rule count the distinct values of this
@@ -298,7 +298,7 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 		var line int
 		var why string
 		r.RequestTime, line, why = requestTimeWhy(src.module, r)
-		if r.Action == mitigation.ActionThrottle && !r.RequestTime {
+		if r.Action == action.Throttle && !r.RequestTime {
 			if line == 0 {
 				line = metaLine(src, strings.Fields(why)[0])
 			}
@@ -432,7 +432,7 @@ func parseRule(errs *errorList, src *source) *Rule {
 	}
 	r.MitigationTimeout = meta.duration(custom, "mitigation_timeout", DefaultMitigationTimeout)
 	if a := meta.choice(custom, "action", "", Actions); a != "" {
-		r.Action, _ = mitigation.ParseAction(a)
+		r.Action, _ = action.Parse(a)
 	}
 	// choice has checked the name: Algorithms are counting's names.
 	r.Algorithm, _ = counting.ParseAlgorithm(meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms))
@@ -605,21 +605,21 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 		switch {
 		case !isBool:
 			mr.fail("shadow", "got %v; want true or false", v)
-		case r.Action != mitigation.ActionThrottle:
+		case r.Action != action.Throttle:
 			mr.fail("shadow", "applies to action throttle; to watch a detection rule without enforcing it, use action: log")
 		}
 		r.Shadow = b
 	}
 	if _, ok := custom["retry_jitter"]; ok {
 		r.RetryJitter = mr.duration(custom, "retry_jitter", 0)
-		if r.Action != mitigation.ActionThrottle {
+		if r.Action != action.Throttle {
 			mr.fail("retry_jitter", "applies to action throttle")
 		}
 	}
 	if _, ok := custom["concurrency"]; ok {
 		n := mr.number(custom, "concurrency")
 		switch {
-		case r.Action != mitigation.ActionThrottle:
+		case r.Action != action.Throttle:
 			mr.fail("concurrency", "applies to action throttle")
 		case n != math.Trunc(n) || n > 1<<20:
 			mr.fail("concurrency", "%v: want a whole number of requests in flight, at most %d", n, 1<<20)
@@ -629,7 +629,7 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 			r.Concurrency = int(n)
 		}
 	}
-	if r.Action != mitigation.ActionThrottle {
+	if r.Action != action.Throttle {
 		return
 	}
 	if _, ok := custom["windows"]; ok {
