@@ -272,7 +272,7 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	if h.join != nil {
 		h.join.Enrich(ev)
 	}
-	s.req = request{h: h, st: h.state.Load(), s: s, now: now, shapes: h.store.Shapes(), found: s.req.found[:0]}
+	s.req = request{h: h, st: h.state.Load(), s: s, now: now, found: s.req.found[:0]}
 	d := verdict.Decide(&s.req, now)
 	if !d.Allow {
 		h.limiter.Denied(ev)
@@ -290,7 +290,7 @@ type request struct {
 	st        *ruleState
 	s         *scratch
 	now       time.Time
-	shapes    []mitigation.Shape
+	shapes    []mitigation.Shape      // read at the first Next: after Count, whose trip may add a shape
 	shape     int                     // the next shape to look up
 	found     []mitigation.Mitigation // on the key of the shape looked up last
 	next      int                     // in found
@@ -323,6 +323,9 @@ func (r *request) PageView() bool { return verdict.PageView(&r.s.ev) }
 
 func (r *request) Next() (verdict.Mitigation, bool) {
 	s, st := r.s, r.st
+	if r.shape == 0 && r.shapes == nil {
+		r.shapes = r.h.store.Shapes()
+	}
 	for {
 		for r.next < len(r.found) {
 			m := &r.found[r.next]

@@ -307,3 +307,32 @@ func sameDecision(a, b verdict.Decision) bool {
 type clearAll struct{}
 
 func (clearAll) Cleared(*characteristics.Event, time.Time) bool { return true }
+
+// tripCounter adds a mitigation on the request's address when it counts
+// it, as a request-time rule's trip does (pipeline.RequestCounter).
+type tripCounter struct{ store *mitigation.Store }
+
+func (c tripCounter) CountRequest(ev *characteristics.Event) {
+	c.store.Add(mitigation.Mitigation{Rule: "manual", Origin: mitigation.OriginManual, Action: mitigation.ActionBlock,
+		Scope: mitigation.Scope{{Name: "ip.src", Value: ev.IP.String()}}, Expires: ev.Time.Add(time.Minute)}, ev.Time)
+}
+
+// TestDecideAfterCount: the request whose count trips a rule is itself
+// refused, even when the trip adds the store's first scope of its shape.
+func TestDecideAfterCount(t *testing.T) {
+	store, err := mitigation.New(mitigation.Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	h, err := New(Config{Store: store, Counter: tripCounter{store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := h.pool.Get().(*scratch)
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	d, err := h.Decide(decideReq("203.0.113.9", "GET", "/", ""), s, now)
+	if err != nil || d.Allow || d.Action != mitigation.ActionBlock {
+		t.Fatalf("%+v %v: want the request that tripped blocked", d, err)
+	}
+}
