@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +133,34 @@ func TestDecideAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { r.next = 0; Decide(r, now) }); n != 0 {
 		t.Errorf("%v allocs", n)
 	}
+}
+
+// FuzzPageView checks PageView's Accept matching against an ASCII lower
+// case copy and strings.Contains as the reference.
+func FuzzPageView(f *testing.F) {
+	for _, s := range []string{"", "text/html", "TEXT/HTML;q=0.9", "application/json", "*/*", "text/htm", "xtext/htmlx", "tExT/hTmL"} {
+		f.Add("GET", s)
+	}
+	f.Fuzz(func(t *testing.T, method, accept string) {
+		if len(accept) > 4096 {
+			return
+		}
+		ev := &characteristics.Event{Method: method, Headers: []characteristics.Field{{Name: "accept", Value: accept}}}
+		want := (method == "GET" || method == "HEAD") && strings.Contains(asciiLower(accept), "text/html")
+		if got := PageView(ev); got != want {
+			t.Errorf("%q accept %q: %v, want %v", method, accept, got, want)
+		}
+	})
+}
+
+// asciiLower lowers ASCII letters only, as HTTP's case-insensitivity does
+// (strings.ToLower would also fold "K", the Kelvin sign, to "k").
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
