@@ -52,6 +52,7 @@ type Config struct {
 	Blocklist       BlocklistConfig       `yaml:"blocklist"`
 	Firewall        FirewallConfig        `yaml:"firewall"`
 	Shedding        SheddingConfig        `yaml:"shedding"`
+	Scoring         ScoringConfig         `yaml:"scoring"`
 	// Fleet, when present, shares budgets and mitigations with other nodes
 	// through Redis (docs/fleet.md).
 	Fleet *FleetConfig `yaml:"fleet"`
@@ -343,6 +344,7 @@ func Default() *Config {
 		Mitigation: MitigationConfig{StateDir: DefaultStateDir},
 		Decision:   DecisionConfig{Listen: DefaultDecisionListen},
 		Admin:      AdminConfig{Listen: DefaultAdminListen},
+		Scoring:    DefaultScoring,
 	}
 }
 
@@ -446,6 +448,9 @@ func (c *Config) Validate() error {
 		if err := rules.CheckLoginPath(p); err != nil {
 			return fieldErrorf(fmt.Sprintf("rules.login_paths[%d]", i), "%v", err)
 		}
+	}
+	if _, err := c.Scoring.Scorer(c.Characteristics.PrefixV4, c.Characteristics.PrefixV6); err != nil {
+		return fieldErrorf("scoring", "%v", err)
 	}
 	if c.Rules.DisableBuiltin && len(c.Rules.Dirs) == 0 {
 		return fieldErrorf("rules", "builtin disabled and no dirs given: there would be no rules")

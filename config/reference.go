@@ -32,6 +32,9 @@ var ReloadOf = map[string]string{
 	"firewall":             "restart",
 	"shedding":             "restart",
 	"fleet":                "restart",
+	"scoring":              "yes (thresholds and timeout; the scores are kept)",
+	"scoring.half_life":    "restart",
+	"scoring.max_keys":     "restart",
 }
 
 // refRow is one key of the reference.

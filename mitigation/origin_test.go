@@ -11,12 +11,12 @@ func TestOrigin(t *testing.T) {
 	for _, tc := range []struct {
 		in string
 		ok bool
-	}{{"rule", true}, {"manual", true}, {"api", true}, {"", false}, {"Rule", false}, {"crowdsec", false}} {
+	}{{"rule", true}, {"manual", true}, {"api", true}, {"score", true}, {"", false}, {"Rule", false}, {"crowdsec", false}} {
 		o, err := ParseOrigin(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && string(o) != tc.in) {
 			t.Errorf("ParseOrigin(%q) = %q, %v", tc.in, o, err)
 		}
-		if err != nil && !strings.Contains(err.Error(), "'rule', 'manual' or 'api'") {
+		if err != nil && !strings.Contains(err.Error(), "'rule', 'manual', 'api' or 'score'") {
 			t.Errorf("ParseOrigin(%q): %v does not list the accepted values", tc.in, err)
 		}
 	}

@@ -58,6 +58,10 @@ const (
 	OriginRule   Origin = "rule"   // a rule tripped
 	OriginManual Origin = "manual" // an operator, by name
 	OriginAPI    Origin = "api"    // the admin API (guardd decisions, bulk imports)
+	// OriginScore: a client's anomaly score reached a threshold (package
+	// scoring). Like a manual decision it covers every request of its
+	// scope: no rule's mitigation expression narrows it.
+	OriginScore Origin = "score"
 )
 
 // Valid reports whether o is one of the origins above. The store refuses
@@ -65,7 +69,7 @@ const (
 // nothing downstream meets one.
 func (o Origin) Valid() bool {
 	switch o {
-	case OriginRule, OriginManual, OriginAPI:
+	case OriginRule, OriginManual, OriginAPI, OriginScore:
 		return true
 	}
 	return false
@@ -77,7 +81,7 @@ func ParseOrigin(s string) (Origin, error) {
 	if o := Origin(s); o.Valid() {
 		return o, nil
 	}
-	return "", fmt.Errorf("mitigation: unknown origin %q; expect 'rule', 'manual' or 'api'", s)
+	return "", fmt.Errorf("mitigation: unknown origin %q; expect 'rule', 'manual', 'api' or 'score'", s)
 }
 
 // Config configures a Store. The zero value is a usable in-memory store.
@@ -442,7 +446,7 @@ func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 		m.Origin = OriginRule
 	}
 	if !m.Origin.Valid() {
-		return m, fmt.Errorf("unknown origin %q; expect 'rule', 'manual' or 'api'", m.Origin)
+		return m, fmt.Errorf("unknown origin %q; expect 'rule', 'manual', 'api' or 'score'", m.Origin)
 	}
 	if m.Rule == "" && m.Origin == OriginRule {
 		return m, errors.New("no rule name")

@@ -9,6 +9,7 @@ import (
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/scoring"
 )
 
 // Explanation says why a client is mitigated and how close it is to each
@@ -18,7 +19,11 @@ type Explanation struct {
 	Allowlisted bool                    `json:"allowlisted"`
 	Mitigations []mitigation.Mitigation `json:"mitigations"` // active, on the address or a prefix holding it
 	Rules       []RuleState             `json:"rules"`
-	Time        time.Time               `json:"time"`
+	// AnomalyScore is the client's anomaly score now, and ScoreReasons the
+	// rules that made it, strongest first (docs/rules.md "Anomaly scores").
+	AnomalyScore float64                `json:"anomaly_score"`
+	ScoreReasons []scoring.Contribution `json:"score_reasons"`
+	Time         time.Time              `json:"time"`
 }
 
 // RuleState is one rule's count for the client right now.
@@ -47,6 +52,10 @@ func (p *Pipeline) Explain(addr netip.Addr, active []mitigation.Mitigation, allo
 				break
 			}
 		}
+	}
+	out.AnomalyScore, out.ScoreReasons = p.scoring.Scorer.Explain(addr, now)
+	if out.ScoreReasons == nil {
+		out.ScoreReasons = []scoring.Contribution{}
 	}
 	ev := characteristics.Event{IP: addr, Time: now}
 	p.Enrich(&ev)

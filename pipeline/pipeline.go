@@ -16,6 +16,7 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
+	"github.com/guardd/guardd/scoring"
 )
 
 // Pipeline is what one configuration builds: rules, engine, log format and
@@ -29,6 +30,7 @@ type Pipeline struct {
 	json     bool
 	enricher *characteristics.Enricher
 	actions  []mitigation.Action // per rule index
+	scoring  Scoring
 	refs     atomic.Int64
 }
 
@@ -40,6 +42,9 @@ type BuildOptions struct {
 	// one limit (fleet mode: counting/redis); nil, or a rule with windows
 	// or distinct, keeps the engine's local table.
 	NewCounter func(r *rules.Rule, lim counting.Limit) (engine.Counter, error)
+	// Scorer, when set, holds the anomaly scores to add to, kept across
+	// reloads; the configuration's thresholds apply to it. nil: new scores.
+	Scorer *scoring.Scorer
 }
 
 // Build loads the rules and opens the enricher of cfg. Nothing of it is used
@@ -96,6 +101,14 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 			return nil, errors.New("decision.count: log.format has no $request_id; without it a request counted at decision time would be counted again from its log line")
 		}
 	}
+	sc, err := cfg.Scoring.Scorer(cfg.Characteristics.PrefixV4, cfg.Characteristics.PrefixV6)
+	if err != nil {
+		return nil, fmt.Errorf("scoring: %w", err)
+	}
+	if opts.Scorer != nil {
+		sc = opts.Scorer.With(sc)
+	}
+	p.scoring = Scoring{Scorer: sc, Timeout: cfg.Scoring.Timeout()}
 	if p.enricher, err = characteristics.NewEnricher(cfg.Enrich()); err != nil {
 		return nil, err
 	}
@@ -105,6 +118,9 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 
 // Rules returns the rule set.
 func (p *Pipeline) Rules() *rules.Set { return p.rules }
+
+// Scorer returns the anomaly scores the pipeline adds to.
+func (p *Pipeline) Scorer() *scoring.Scorer { return p.scoring.Scorer }
 
 // Engine returns the rule engine.
 func (p *Pipeline) Engine() *engine.Engine { return p.engine }

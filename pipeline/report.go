@@ -33,6 +33,11 @@ type Report struct {
 	// OnVerdict, if set, is handed the verdict on every request, in the
 	// log's order, with its client and time (on Run's sequencer).
 	OnVerdict func(client netip.Addr, t time.Time, d verdict.Decision)
+	// scores holds the anomaly scores' mitigations by address (a
+	// single-address prefix) or network; scoreBits the prefix lengths
+	// among its keys.
+	scores    map[netip.Prefix]*Mitigation
+	scoreBits []int
 }
 
 // Throttled is what one throttle rule did over a replay.
@@ -195,6 +200,29 @@ func (r *Report) added(tr *engine.Trip, m mitigation.Mitigation, _ time.Time) {
 	e.record(m.Action, m.Expires)
 }
 
+// scored records a mitigation an anomaly score made, as the store holds it.
+func (r *Report) scored(m mitigation.Mitigation, _ time.Time) {
+	if len(m.Scope) != 1 {
+		return
+	}
+	p, ok := mitigation.Network(m.Scope[0])
+	if !ok {
+		return
+	}
+	if r.scores == nil {
+		r.scores = map[netip.Prefix]*Mitigation{}
+	}
+	e := r.scores[p]
+	if e == nil {
+		e = &Mitigation{Rule: m.Rule, Scope: []characteristics.Field{{Name: m.Scope[0].Name, Value: m.Scope[0].Value}}, FirstSeen: m.Created}
+		r.scores[p] = e
+		if !slices.Contains(r.scoreBits, p.Bits()) {
+			r.scoreBits = append(r.scoreBits, p.Bits())
+		}
+	}
+	e.record(m.Action, m.Expires)
+}
+
 // record counts one more trip of e, held with action and expires.
 func (e *Mitigation) record(action mitigation.Action, expires time.Time) {
 	e.Trips++
@@ -245,6 +273,7 @@ type replayRequest struct {
 	started, known, has bool
 	from                int
 	lastKey             uint64
+	bits                int // the next of the report's scoreBits
 	// applied: a mitigation in force applied (one with ActionLog included).
 	applied bool
 }
@@ -276,7 +305,7 @@ func (q *replayRequest) Next() (verdict.Mitigation, bool) {
 		}
 	}
 	if q.from < 0 {
-		return verdict.Mitigation{}, false
+		return q.nextScore()
 	}
 	for rule, key, ok := q.mk.Next(q.from); ok; rule, key, ok = q.mk.Next(rule + 1) {
 		if !q.known || key != q.lastKey {
@@ -302,6 +331,33 @@ func (q *replayRequest) Next() (verdict.Mitigation, bool) {
 			Fallback: ru.Challenge.Fallback}, true
 	}
 	q.from = -1
+	return q.nextScore()
+}
+
+// nextScore yields, after the rules' mitigations, the anomaly scores'
+// mitigations on the client's address or networks: like a manual
+// decision, such a mitigation covers every request of its scope.
+func (q *replayRequest) nextScore() (verdict.Mitigation, bool) {
+	r := q.r
+	if len(r.scores) == 0 || !q.client.IsValid() {
+		return verdict.Mitigation{}, false
+	}
+	ua := q.client.Unmap()
+	for q.bits < len(r.scoreBits) {
+		p, err := ua.Prefix(r.scoreBits[q.bits])
+		q.bits++
+		if err != nil {
+			continue
+		}
+		e := r.scores[p]
+		if e == nil || !q.t.Before(e.Expires) {
+			continue
+		}
+		e.Count++
+		e.LastSeen = q.t
+		q.applied = true
+		return verdict.Mitigation{Action: e.Action, Rule: e.Rule, Expires: e.Expires, Order: verdict.NoRule, Fallback: mitigation.ActionRateLimit}, true
+	}
 	return verdict.Mitigation{}, false
 }
 
@@ -318,8 +374,11 @@ func (r *Report) anyKey(keys []uint64) bool {
 
 // Mitigations returns every mitigation made, ordered by first trip.
 func (r *Report) Mitigations() []Mitigation {
-	out := make([]Mitigation, 0, len(r.entries))
+	out := make([]Mitigation, 0, len(r.entries)+len(r.scores))
 	for _, e := range r.entries {
+		out = append(out, *e)
+	}
+	for _, e := range r.scores {
 		out = append(out, *e)
 	}
 	slices.SortFunc(out, func(a, b Mitigation) int {
@@ -367,7 +426,7 @@ func (r *Report) Clients() []Client {
 	// Address and prefix mitigations by prefix length: a client is covered
 	// where its address, cut to that length, is a key.
 	nets := map[int]map[netip.Prefix][]string{}
-	for _, e := range r.entries {
+	for _, e := range r.all() {
 		if e.Action == mitigation.ActionLog || len(e.Scope) != 1 {
 			continue
 		}
@@ -396,6 +455,18 @@ func (r *Report) Clients() []Client {
 		}
 	}
 	slices.SortFunc(out, func(a, b Client) int { return a.Addr.Compare(b.Addr) })
+	return out
+}
+
+// all returns the report's mitigations, the rules' and the scores'.
+func (r *Report) all() []*Mitigation {
+	out := make([]*Mitigation, 0, len(r.entries)+len(r.scores))
+	for _, e := range r.entries {
+		out = append(out, e)
+	}
+	for _, e := range r.scores {
+		out = append(out, e)
+	}
 	return out
 }
 

@@ -30,6 +30,8 @@ type heldRecord interface {
 	held(tr *engine.Trip, action mitigation.Action, slack time.Duration, now time.Time) bool
 	// added records the mitigation m that tr made or extended in the store.
 	added(tr *engine.Trip, m mitigation.Mitigation, now time.Time)
+	// scored records the mitigation m an anomaly score made or extended.
+	scored(m mitigation.Mitigation, now time.Time)
 }
 
 func newTripper(store Store, rep *Report, metrics *Metrics, log *slog.Logger) *tripper {
@@ -55,6 +57,9 @@ func (t *tripper) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 	if !tr.Expires.After(now) {
 		return // an old line from a backlog: the mitigation would already be over
 	}
+	if tr.Rule.AnomalyScore > 0 {
+		t.score(p.scoring, tr, now)
+	}
 	action := p.actions[tr.Index]
 	if t.held.held(tr, action, tr.Rule.MitigationTimeout/10, now) {
 		return
@@ -62,11 +67,7 @@ func (t *tripper) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 	sc := mitigation.Scope(tr.Scope()) // a fresh slice: the store may keep it
 	m, ok, err := t.store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: mitigation.OriginRule}, now)
 	if err != nil {
-		ns, last := now.UnixNano(), t.lastAdd.Load()
-		if ns-last > int64(10*time.Second) || ns < last {
-			t.lastAdd.Store(ns)
-			t.log.Warn("mitigation not added", "rule", tr.Rule.Name, "err", err)
-		}
+		t.addFailed(tr.Rule.Name, err, now)
 		return
 	}
 	if !ok {
@@ -74,6 +75,15 @@ func (t *tripper) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
 	}
 	t.metrics.trip(tr.Rule.Name, action)
 	t.held.added(tr, m, now)
+}
+
+// addFailed logs a failed Add, once per 10 seconds.
+func (t *tripper) addFailed(rule string, err error, now time.Time) {
+	ns, last := now.UnixNano(), t.lastAdd.Load()
+	if ns-last > int64(10*time.Second) || ns < last {
+		t.lastAdd.Store(ns)
+		t.log.Warn("mitigation not added", "rule", rule, "err", err)
+	}
 }
 
 // storeRecord is the live daemon's heldRecord: the store itself, and a log
@@ -88,7 +98,9 @@ func (r *storeRecord) held(tr *engine.Trip, action mitigation.Action, slack time
 	return ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires)
 }
 
-func (r *storeRecord) added(_ *engine.Trip, m mitigation.Mitigation, now time.Time) {
+func (r *storeRecord) added(_ *engine.Trip, m mitigation.Mitigation, now time.Time) { r.scored(m, now) }
+
+func (r *storeRecord) scored(m mitigation.Mitigation, now time.Time) {
 	if !m.Created.Before(now) {
 		r.log.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
 	}

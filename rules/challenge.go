@@ -3,9 +3,11 @@ package rules
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/guardd/guardd/action"
+	"github.com/guardd/guardd/characteristics"
 )
 
 // Challenge is what a rule with action challenge asks of a client
@@ -96,5 +98,35 @@ func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 	}
 	if f := mr.choice(custom, "challenge_fallback", "rate_limit", challengeFallbacks); f != "" {
 		r.Challenge.Fallback, _ = action.Parse(f)
+	}
+}
+
+// AnomalyScoreRule is the rule name of the mitigations anomaly scores make
+// (scoring.RuleName); no rule package may take it.
+const AnomalyScoreRule = "anomaly_score"
+
+// MaxAnomalyScore bounds anomaly_score: more than this is no weak signal,
+// and the rule should act itself.
+const MaxAnomalyScore = 1000
+
+// anomalyScore reads anomaly_score: points to the client's score per trip.
+// The score is the client's, so the rule must be keyed on its address.
+func (mr metaReader) anomalyScore(custom map[string]any, r *Rule) {
+	if r.Name == AnomalyScoreRule {
+		mr.errs.add(mr.src.file, r.Line, "package name %s is reserved for the mitigations anomaly scores make; rename the package", AnomalyScoreRule)
+	}
+	if _, ok := custom["anomaly_score"]; !ok {
+		return
+	}
+	n := mr.number(custom, "anomaly_score")
+	switch {
+	case n > MaxAnomalyScore:
+		mr.fail("anomaly_score", "%v: at most %d; a signal that strong should act itself (action: block)", n, MaxAnomalyScore)
+	case r.Action == action.Throttle:
+		mr.fail("anomaly_score", "not for action throttle: a throttle rule refuses requests one by one")
+	case !slices.ContainsFunc(r.Characteristics, func(c characteristics.Characteristic) bool { return c.String() == "ip.src" }):
+		mr.fail("anomaly_score", "the score is the client's: the rule's characteristics must include ip.src")
+	default:
+		r.AnomalyScore = n
 	}
 }

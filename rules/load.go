@@ -50,7 +50,7 @@ const (
 )
 
 // metadata keys, in the order error messages list them.
-var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "regularity", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error", "challenge_fallback", "challenge_tier", "challenge_difficulty"}
+var metadataKeys = []string{"characteristics", "period", "requests_per_period", "action", "mitigation_timeout", "algorithm", "score", "distinct", "regularity", "windows", "burst", "shadow", "retry_jitter", "concurrency", "on_store_error", "challenge_fallback", "challenge_tier", "challenge_difficulty", "anomaly_score"}
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -94,6 +94,11 @@ type Rule struct {
 
 	// Challenge holds what action challenge says; zero for other actions.
 	Challenge Challenge
+	// AnomalyScore, when > 0, is what each trip of the rule adds to the
+	// client's anomaly score (package scoring): weak signals add up before
+	// anything is refused. The rule's own action still applies (usually
+	// log: a weak signal does not act alone).
+	AnomalyScore float64
 
 	// Native reports that both expressions compiled to native predicates;
 	// otherwise the rule is evaluated by OPA on every event.
@@ -450,6 +455,7 @@ func parseRule(errs *errorList, src *source) *Rule {
 	}
 	meta.throttle(custom, r, mitigateLine)
 	meta.challenge(custom, r)
+	meta.anomalyScore(custom, r)
 	if len(*errs) > n {
 		return nil
 	}

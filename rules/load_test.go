@@ -258,8 +258,15 @@ func TestLoadChallenge(t *testing.T) {
 	want := map[string]Challenge{
 		"challenge_default": {Tier: TierProofOfWork, Fallback: mitigation.ActionRateLimit},
 		"challenge_cookie":  {Tier: TierCookie, Difficulty: 12, Fallback: mitigation.ActionBlock},
+		"weak_signal":       {},
 	}
 	for _, r := range s.Rules() {
+		if r.Name == "weak_signal" {
+			if r.Action != mitigation.ActionLog || r.AnomalyScore != 2.5 || r.Challenge != (Challenge{}) {
+				t.Errorf("weak_signal: action %v, anomaly_score %v, challenge %+v", r.Action, r.AnomalyScore, r.Challenge)
+			}
+			continue
+		}
 		if r.Action != mitigation.ActionChallenge || r.Challenge != want[r.Name] {
 			t.Errorf("%s: action %v, challenge %+v; want challenge %+v", r.Name, r.Action, r.Challenge, want[r.Name])
 		}

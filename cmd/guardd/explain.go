@@ -87,6 +87,17 @@ func writeExplain(w io.Writer, ex pipeline.Explanation) {
 				m.Expires.UTC().Format(time.RFC3339), m.Expires.Sub(ex.Time).Round(time.Second))
 		}
 	}
+	if ex.AnomalyScore > 0.005 {
+		fmt.Fprintf(w, "\nits anomaly score now: %.2f, from", ex.AnomalyScore)
+		for i, c := range ex.ScoreReasons {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s %.2f", sep, c.Rule, c.Points)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "\nits counts now, per rule:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tACTION\tCOUNT\tLIMIT\tPERIOD\tOF LIMIT\t")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/scoring"
 )
 
 func TestExplain(t *testing.T) {
@@ -91,5 +92,28 @@ func TestDeletedRuleMitigationStaysDeleted(t *testing.T) {
 	}
 	if c, _ := td.decide(t, "203.0.113.7", "/"); c != 204 {
 		t.Errorf("deleted, yet decide says %d", c)
+	}
+}
+
+// TestWriteExplainScore: the person's view names the anomaly score and
+// what made it, and says nothing of a score of zero.
+func TestWriteExplainScore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ex   pipeline.Explanation
+		want string
+	}{
+		{"scored", pipeline.Explanation{Address: "203.0.113.7", AnomalyScore: 6.5,
+			ScoreReasons: []scoring.Contribution{{Rule: "referer_sqli", Points: 3.5}, {Rule: "odd_header", Points: 3}}},
+			"its anomaly score now: 6.50, from referer_sqli 3.50, odd_header 3.00\n"},
+		{"none", pipeline.Explanation{Address: "203.0.113.7"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			writeExplain(&b, tc.ex)
+			if got := b.String(); tc.want != "" && !strings.Contains(got, tc.want) || tc.want == "" && strings.Contains(got, "anomaly score") {
+				t.Errorf("got:\n%s\nwant a line %q", got, tc.want)
+			}
+		})
 	}
 }

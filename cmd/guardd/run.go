@@ -31,6 +31,7 @@ import (
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/report"
+	"github.com/guardd/guardd/scoring"
 	"github.com/guardd/guardd/shadowban"
 )
 
@@ -82,6 +83,7 @@ type daemon struct {
 	reg     *prometheus.Registry
 	cfg     atomic.Pointer[config.Config]
 	pipes   *pipeline.Holder
+	scores  *scoring.Scorer // the clients' anomaly scores, across reloads
 	pm      *pipeline.Metrics
 	store   *mitigation.Store
 	dec     *decision.Handler
@@ -151,10 +153,11 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if d.fleet, err = newFleet(cfg, d.store, reg, logger); err != nil {
 		return fail(err)
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), Scorer: d.scores})
 	if err != nil {
 		return fail(err)
 	}
+	d.scores = p.Scorer() // kept across reloads
 	d.pipes = pipeline.NewHolder(p)
 	d.reloaded(true)
 	sb, _ := shadowban.New(cfg.Shadowban) // validated
@@ -420,7 +423,7 @@ func (d *daemon) reload() {
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
 		return
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), Scorer: d.scores})
 	if err != nil {
 		d.reloaded(false)
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
@@ -497,6 +500,8 @@ func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
 			diff("crowdsec", !reflect.DeepEqual(o.CrowdSec, n.CrowdSec))
 			diff("blocklist", !reflect.DeepEqual(o.Blocklist, n.Blocklist))
 			diff("firewall", !reflect.DeepEqual(o.Firewall, n.Firewall))
+			diff("scoring.half_life", o.Scoring.HalfLife != n.Scoring.HalfLife)
+			diff("scoring.max_keys", o.Scoring.MaxKeys != n.Scoring.MaxKeys)
 			if len(fields) > 0 {
 				return config.NeedsRestart(fields...)
 			}

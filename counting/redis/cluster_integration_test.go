@@ -275,20 +275,31 @@ func TestClusterMasterDown(t *testing.T) {
 // refused 5 events in a row on its fleet view, not while waiting for a
 // grant: on a loaded machine round trips are slow, many events wait for
 // grants (lease_wait, not counted), and a stream of fixed length could end
-// while the budget was still to be admitted.
+// while the budget was still to be admitted. Every decision on key must
+// be a fleet one (two-tier, or waiting for a grant): none by the rule's
+// on_store_error, whatever the other masters' state.
 func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, limit int, what string) {
 	t.Helper()
+	storeErr := func() (n float64) {
+		for _, nd := range nodes {
+			for _, d := range []decision{byOpen, byClosed, byLocal} {
+				n += testutil.ToFloat64(nd.c[m].decisions[d])
+			}
+		}
+		return n
+	}
+	se := storeErr()
 	got, sent := 0, 0
 	var refused [2]int
-	lw := testutil.ToFloat64(nodes[0].c[m].leaseDecisions) + testutil.ToFloat64(nodes[1].c[m].leaseDecisions)
+	lw := testutil.ToFloat64(nodes[0].c[m].decisions[byLeaseWait]) + testutil.ToFloat64(nodes[1].c[m].decisions[byLeaseWait])
 	for i := 0; i < 10*limit && (i < 3*limit || refused[0] < 5 || refused[1] < 5); i++ {
 		c := nodes[i%2].c[m]
-		waits := testutil.ToFloat64(c.leaseDecisions)
+		waits := testutil.ToFloat64(c.decisions[byLeaseWait])
 		switch {
 		case !c.Add(key, 1, time.Now().UnixNano()).Exceeded:
 			got++
 			refused[i%2] = 0
-		case testutil.ToFloat64(c.leaseDecisions) == waits:
+		case testutil.ToFloat64(c.decisions[byLeaseWait]) == waits:
 			refused[i%2]++
 		default:
 			refused[i%2] = 0 // waiting for a grant
@@ -298,8 +309,11 @@ func checkFleetCount(t *testing.T, nodes []*clusterNode, m OnError, key uint64, 
 		// over some 20 flush intervals, as real traffic is spread.
 		time.Sleep(3 * time.Millisecond)
 	}
-	lw = testutil.ToFloat64(nodes[0].c[m].leaseDecisions) + testutil.ToFloat64(nodes[1].c[m].leaseDecisions) - lw
+	lw = testutil.ToFloat64(nodes[0].c[m].decisions[byLeaseWait]) + testutil.ToFloat64(nodes[1].c[m].decisions[byLeaseWait]) - lw
 	t.Logf("%s: %d of %d admitted across two nodes, limit %d (%v lease waits)", what, got, sent, limit, lw)
+	if n := storeErr() - se; n != 0 {
+		t.Errorf("%s: %v decisions by on_store_error %s, want none (the key's master is up)", what, n, m)
+	}
 	// -short (the -race pass, on a loaded machine) checks only the over
 	// side, as TestStandaloneThreeNodes does.
 	if got > limit+3 || got < limit*90/100 && !testing.Short() {
@@ -565,7 +579,7 @@ func TestClusterFailover(t *testing.T) {
 		return n
 	}
 	closedDecisions := func() float64 {
-		return testutil.ToFloat64(cs[0].decisions[Closed]) + testutil.ToFloat64(cs[1].decisions[Closed])
+		return testutil.ToFloat64(cs[0].decisions[byClosed]) + testutil.ToFloat64(cs[1].decisions[byClosed])
 	}
 	errs0, timeouts0, ok0, closed0 := flushes("error"), flushes("timeout"), flushes("ok"), closedDecisions()
 	v0, _ := newMaster.Cmd("HGET", key, "c")
@@ -577,8 +591,8 @@ func TestClusterFailover(t *testing.T) {
 	sent := 0
 	redistest.WaitFor(t, 60*time.Second, "the dead key's count to grow on the new master until both nodes refuse", func() bool {
 		for i, c := range cs {
-			waits := testutil.ToFloat64(c.leaseDecisions)
-			if last = addOn(c); !last.Exceeded || testutil.ToFloat64(c.leaseDecisions) != waits {
+			waits := testutil.ToFloat64(c.decisions[byLeaseWait])
+			if last = addOn(c); !last.Exceeded || testutil.ToFloat64(c.decisions[byLeaseWait]) != waits {
 				refused[i] = 0
 			} else {
 				refused[i]++

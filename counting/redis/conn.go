@@ -336,6 +336,9 @@ type Op struct {
 	Limit   float64
 	Burst   float64
 	Member  string // unique per flush, sliding_log only
+	// Flush is the node's flush interval, µs: with Want, its rate, by
+	// which a grant is paced (scripts.go); 0 grants without pacing.
+	Flush int64
 }
 
 // Apply runs each op's script, pipelined (one EVALSHA per key, however
@@ -361,6 +364,7 @@ func (c *Conn) Apply(ctx context.Context, ops []Op, states []State, errs []error
 			strconv.FormatFloat(o.Limit, 'g', -1, 64),
 			strconv.FormatFloat(o.Burst, 'g', -1, 64),
 			o.Member,
+			strconv.FormatInt(o.Flush, 10),
 		}
 	}
 	var idx []int

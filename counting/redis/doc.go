@@ -10,7 +10,9 @@
 //     slow, blackholed or dead Redis adds nothing to a decision's latency.
 //   - Fleet.Run flushes every node's deltas every FlushInterval (50 ms), and
 //     at once when a key's delta uses up its lease: the key's remaining
-//     headroom divided by the live nodes. Each flush is one atomic Lua
+//     headroom divided by the live nodes, in whole events, and paced with
+//     peers: no more than the node would spend, at its rate, before the
+//     key's budget runs out at the fleet's (scripts.go). Each flush is one atomic Lua
 //     script per key (one EVALSHA, falling back to EVAL, however many events
 //     the delta carries), pipelined; its reply is the new global state.
 //   - One script per algorithm (sliding window counter, fixed window,

@@ -13,13 +13,14 @@ type fakeStore struct {
 	mu    sync.Mutex
 	now   int64 // µs
 	state map[string]State
+	est   map[string]estimate
 	nodes map[string]int64
 	fail  error
 	calls int
 }
 
 func newFakeStore(now time.Time) *fakeStore {
-	return &fakeStore{now: now.UnixMicro(), state: map[string]State{}, nodes: map[string]int64{}}
+	return &fakeStore{now: now.UnixMicro(), state: map[string]State{}, est: map[string]estimate{}, nodes: map[string]int64{}}
 }
 
 var errFake = errors.New("fake: connection refused")
@@ -36,8 +37,8 @@ func (s *fakeStore) Apply(_ context.Context, ops []Op, states []State, errs []er
 	}
 	for i, o := range ops {
 		p := params{alg: o.Alg, period: o.Period, limit: o.Limit, burst: o.Burst, interval: float64(o.Period) / o.Limit}
-		st := p.step(s.state[o.Key], call{delta: o.Delta, release: o.Release, relWin: o.RelWin, held: o.Held, want: o.Want, nodes: o.Nodes}, s.now)
-		s.state[o.Key] = st
+		st, e := p.step(s.state[o.Key], s.est[o.Key], call{delta: o.Delta, release: o.Release, relWin: o.RelWin, held: o.Held, want: o.Want, nodes: o.Nodes, flush: o.Flush}, s.now)
+		s.state[o.Key], s.est[o.Key] = st, e
 		states[i] = st
 	}
 	return nil

@@ -57,11 +57,14 @@ func TestScriptsMatchModel(t *testing.T) {
 			}
 			key := "guardd:{" + r.Name + ":1}"
 			var model State
+			var est estimate
+			const fl = 20_000 // µs: a flush interval that paces these grants
 			calls := []call{
 				{delta: 1, nodes: 3}, {delta: 2, want: 100, nodes: 3}, {},
 				{delta: 0.5, release: 1, relWin: -1, held: 0.5, want: 1.5, nodes: 2},
 				{delta: 3, nodes: 3}, {want: 100, held: 1, nodes: 1},
 				{delta: 4, nodes: 3}, {delta: 1, release: 2, nodes: 3}, {}, {delta: 2, want: 2, nodes: 3},
+				{want: 4, nodes: 3, flush: fl}, {delta: 1, want: 40, nodes: 2, flush: fl}, {want: 1, nodes: 3, flush: fl},
 			}
 			for i, a := range calls {
 				if a.relWin == -1 {
@@ -70,12 +73,12 @@ func TestScriptsMatchModel(t *testing.T) {
 				st := make([]State, 1)
 				errs := make([]error, 1)
 				op := Op{Alg: alg, Key: key, Delta: a.delta, Release: a.release, RelWin: a.relWin, Held: a.held, Want: a.want, Nodes: a.nodes,
-					Period: p.period, Limit: p.limit, Burst: p.burst, Member: "n:" + strconv.Itoa(i)}
+					Period: p.period, Limit: p.limit, Burst: p.burst, Member: "n:" + strconv.Itoa(i), Flush: a.flush}
 				if err := c.Apply(ctx, []Op{op}, st, errs); err != nil {
 					t.Fatal(err)
 				}
 				got := st[0]
-				model = p.step(model, a, got.Now)
+				model, est = p.step(model, est, a, got.Now)
 				if alg == counting.SlidingLog {
 					if math.Abs(got.Grant-model.Grant) > 1e-9 && i < 4 {
 						t.Fatalf("step %d: redis grant %v, model %v", i, got.Grant, model.Grant)
@@ -88,6 +91,13 @@ func TestScriptsMatchModel(t *testing.T) {
 					t.Fatalf("step %d %+v: redis %+v (usage %v), model %+v (usage %v)", i, a, got, p.usage(got, got.Now), model, p.usage(model, got.Now))
 				}
 				model = got // carry Redis's exact numbers forward (float formatting)
+				if v, _ := srv.Cmd("HGET", key, "ef"); v != "" {
+					f, _ := strconv.ParseFloat(v, 64)
+					est.since = int64(f)
+				}
+				if v, _ := srv.Cmd("HGET", key, "en"); v != "" {
+					est.n, _ = strconv.ParseFloat(v, 64)
+				}
 				if i == 4 {
 					time.Sleep(150 * time.Millisecond) // let windows roll and buckets refill: the clock under test, not a synchronisation
 				}
@@ -168,13 +178,13 @@ func hammer(t *testing.T, nodes []*node, keys func(i int) uint64, per, quiet int
 			for i := 0; i < 3*per && (i < per || refused < quiet); i++ {
 				var waits float64
 				if i >= per {
-					waits = testutil.ToFloat64(nd.c.leaseDecisions)
+					waits = testutil.ToFloat64(nd.c.decisions[byLeaseWait])
 				}
 				switch {
 				case !nd.c.Add(keys(i), 1, time.Now().UnixNano()).Exceeded:
 					admitted.Add(1)
 					refused = 0
-				case i >= per && testutil.ToFloat64(nd.c.leaseDecisions) == waits:
+				case i >= per && testutil.ToFloat64(nd.c.decisions[byLeaseWait]) == waits:
 					refused++
 				default:
 					refused = 0
@@ -365,7 +375,7 @@ func TestCluster(t *testing.T) {
 	for _, nd := range nodes {
 		t.Logf("flushes ok %v error %v timeout %v skipped %v; lease_wait %v", testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("ok")),
 			testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("error")), testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("timeout")),
-			testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("skipped")), testutil.ToFloat64(nd.c.leaseDecisions))
+			testutil.ToFloat64(nd.f.met.flushes.WithLabelValues("skipped")), testutil.ToFloat64(nd.c.decisions[byLeaseWait]))
 	}
 	if float64(got) > limit*1.01 || float64(got) < limit*0.97 && !testing.Short() {
 		t.Errorf("over-admission %+.2f%%", 100*over)

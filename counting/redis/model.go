@@ -77,6 +77,35 @@ func (m OnError) String() string {
 	return "other"
 }
 
+// decision is how Counter.Add made a decision: the label of
+// guardd_counting_redis_decisions_total.
+type decision uint8
+
+// How decisions are made, a closed set.
+const (
+	// byFleet: two-tier, on this node's lease or its fleet view.
+	byFleet decision = iota
+	// byLeaseWait: refused while this node waits for a grant, its lease
+	// and cold allowance spent.
+	byLeaseWait
+	// byOpen, byClosed, byLocal: the key's endpoint is unavailable
+	// and the rule's OnError decided.
+	byOpen
+	byClosed
+	byLocal
+	numDecisions
+)
+
+var decisionNames = [numDecisions]string{byFleet: "fleet", byLeaseWait: "lease_wait", byOpen: "open", byClosed: "closed", byLocal: "local"}
+
+// String returns the metric label, or "other".
+func (m decision) String() string {
+	if m < numDecisions {
+		return decisionNames[m]
+	}
+	return "other"
+}
+
 // ParseOnError parses on_store_error; "" means Local.
 func ParseOnError(s string) (OnError, error) {
 	if s == "" {
@@ -138,31 +167,65 @@ type call struct {
 	held           float64
 	want           float64
 	nodes          int
+	flush          int64 // µs; 0: no pacing
 }
 
-// share is the lease a node may be granted out of headroom h.
+// estimate is what a key's script keeps to pace grants (scripts.go, the
+// fields "ef" and "en"): since when the key has taken events, and how
+// many (deltas and grants, less hand-backs). The sliding log keeps none.
+type estimate struct {
+	since int64
+	n     float64
+}
+
+// pace caps grant g out of headroom h at what a node asking for want per
+// two flush intervals would spend before the key's budget runs out at the
+// fleet's pace (e's events since e.since), as the scripts do; e0 is the
+// estimate before the call (a key that has taken nothing yet is granted
+// no more than the node asks for).
+func pace(g, h float64, e0, e estimate, a call, now int64) float64 {
+	if a.nodes <= 1 || a.flush <= 0 || g <= 1 {
+		return g
+	}
+	if e0.n <= 0 {
+		return min(g, max(1, math.Floor(a.want+grainEps)))
+	}
+	c := math.Floor(a.want/(2*float64(a.flush))*h*float64(now-e.since)/e.n + grainEps)
+	return max(1, min(g, c))
+}
+
+// share is the lease a node may be granted out of headroom h, in whole
+// events (see scripts.go; grainEps absorbs float error in h).
 func share(h, capacity, held, want float64, nodes int) float64 {
+	h = math.Floor(h + grainEps)
 	if h <= 0 {
 		return 0
 	}
-	g := (h+held)/float64(max(nodes, 1)) - held
-	if g < 1 {
-		g = min(h, 1)
-	}
+	g := max(1, math.Floor((h+held)/float64(max(nodes, 1))-held+grainEps))
 	if h < capacity/2 {
-		g = min(g, want)
+		g = min(g, max(1, math.Floor(want+grainEps)))
 	}
-	return max(0, min(g, h))
+	return min(g, h)
 }
+
+// grainEps: a headroom within grainEps below a whole number of events is
+// that number (float error in sums of whole events).
+const grainEps = 1e-9
 
 // step applies one call at Redis time now, exactly as the algorithm's Lua
 // script does, and returns the new state with Grant set. The fake store
 // and the tests use it; TestScriptsMatchModel checks the scripts against
 // it. The sliding log keeps its entries outside State: here it is only a
-// sum that does not age.
-func (p params) step(s State, a call, now int64) State {
+// sum that does not age. e is the key's pace estimate (the zero value for
+// a new key), returned updated.
+func (p params) step(s State, e estimate, a call, now int64) (State, estimate) {
 	s = p.advance(s, now)
 	s.Grant = 0
+	if e.since == 0 {
+		e.since = now
+	}
+	e0 := e
+	e.n += a.delta
 	switch p.alg {
 	case counting.SlidingWindow:
 		s.Cur += a.delta
@@ -170,14 +233,17 @@ func (p params) step(s State, a call, now int64) State {
 			switch a.relWin {
 			case s.Win:
 				s.Cur = max(0, s.Cur-a.release)
+				e.n = max(0, e.n-a.release)
 			case s.Win - 1:
 				s.Prev = max(0, s.Prev-a.release)
+				e.n = max(0, e.n-a.release)
 			}
 		}
 	case counting.FixedWindow:
 		s.Cur += a.delta
 		if a.release > 0 && a.relWin == s.Win {
 			s.Cur = max(0, s.Cur-a.release)
+			e.n = max(0, e.n-a.release)
 		}
 	case counting.SlidingLog:
 		s.Usage += a.delta
@@ -186,11 +252,18 @@ func (p params) step(s State, a call, now int64) State {
 		}
 	case counting.TokenBucket:
 		s.Cur = min(p.burst, s.Cur-a.delta+a.release)
+		e.n = max(0, e.n-a.release)
 	case counting.GCRA:
 		s.At = max(now, max(s.At, now)+int64(math.Floor((a.delta-a.release)*p.interval+0.5)))
+		e.n = max(0, e.n-a.release)
 	}
 	if a.want > 0 {
-		s.Grant = share(p.capacity()-p.usage(s, now), p.capacity(), a.held, a.want, a.nodes)
+		h := p.capacity() - p.usage(s, now)
+		s.Grant = share(h, p.capacity(), a.held, a.want, a.nodes)
+		if p.alg != counting.SlidingLog {
+			s.Grant = pace(s.Grant, h, e0, e, a, now)
+		}
+		e.n += s.Grant
 		switch p.alg {
 		case counting.SlidingWindow, counting.FixedWindow:
 			s.Cur += s.Grant
@@ -207,7 +280,7 @@ func (p params) step(s State, a call, now int64) State {
 	}
 	s.Reset = p.reset(s, now)
 	s.Now = now
-	return s
+	return s, e
 }
 
 // released is s, advanced to now, with a hand-back of rel granted in

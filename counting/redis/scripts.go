@@ -20,13 +20,28 @@ package redis
 //	ARGV[8] limit    requests per period
 //	ARGV[9] burst    capacity (token_bucket, gcra)
 //	ARGV[10] member  unique per flush (sliding_log)
+//	ARGV[11] flush   the node's flush interval, µs (0: no pacing)
 //
 // A lease is counted in Redis when granted, so the leases outstanding never
 // exceed the headroom: the nodes together cannot admit more than the limit.
 // The share is (headroom + held) / nodes, less what the node holds; once
 // less than half the capacity is left, no more than the node asked for
 // (about twice its demand per flush), so a node that sees little of a
-// key's traffic leaves the rest of the budget to the others.
+// key's traffic leaves the rest of the budget to the others. A grant is a
+// whole number of events (at least one while one is left): a fraction of
+// an event held by each of several nodes could be spent by none of them,
+// and the fleet would admit less than the limit.
+//
+// Pacing (every algorithm but sliding_log, with peers): a grant is also
+// at most what the node would spend before the key's budget runs out at
+// the fleet's pace: its rate (want over two flush intervals) times the
+// headroom over the fleet's rate, the events the key has taken (fields
+// "en", deltas and grants less hand-backs) since it was made ("ef"). A
+// node that sees 5% of a hot key's traffic gets about 5% of what is left,
+// not a third of it, so that little is stranded in its lease when the
+// others have spent the rest; a key far from its limit (a long time to
+// run out) is granted its share as before. A key's first call, whose pace
+// is unknown yet, is granted no more than it asks for.
 //
 // Each returns {win, cur, prev, at, usage, reset, now, grant}, numbers as
 // "%.17g" strings (Lua numbers would be truncated to integers on the way
@@ -48,20 +63,30 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function f(x) return string.format('%.17g', x) end
 local function ms(us) return math.ceil(us / 1000) end
+local fl = tonumber(ARGV[11]) or 0
+local function pace(g, h, ef, en0, en)
+  if nodes <= 1 or fl <= 0 or g <= 1 then return g end
+  if en0 <= 0 then return math.min(g, math.max(1, math.floor(want + 1e-9))) end
+  local cap = math.floor(want / (2 * fl) * h * (now - ef) / en + 1e-9)
+  return math.max(1, math.min(g, cap))
+end
 local function share(h, cap)
+  h = math.floor(h + 1e-9)
   if h <= 0 then return 0 end
-  local g = (h + held) / nodes - held
-  if g < 1 then g = math.min(h, 1) end
-  if h < cap / 2 then g = math.min(g, want) end
-  return math.max(0, math.min(g, h))
+  local g = math.max(1, math.floor((h + held) / nodes - held + 1e-9))
+  if h < cap / 2 then g = math.min(g, math.max(1, math.floor(want + 1e-9))) end
+  return math.min(g, h)
 end
 `
 
 const luaSlidingWindow = luaPrelude + `
-local v = redis.call('HMGET', k, 'w', 'c', 'p')
+local v = redis.call('HMGET', k, 'w', 'c', 'p', 'ef', 'en')
 local w = tonumber(v[1])
 local c = tonumber(v[2]) or 0
 local p = tonumber(v[3]) or 0
+local ef = tonumber(v[4]) or now
+local en0 = tonumber(v[5]) or 0
+local en = en0 + d
 local nw = math.floor(now / per)
 local fresh = (w == nil)
 local rolled = false
@@ -75,17 +100,18 @@ end
 local changed = d > 0
 c = c + d
 if rel > 0 then
-  if relwin == w then c = math.max(0, c - rel); changed = true
-  elseif relwin == w - 1 then p = math.max(0, p - rel); changed = true end
+  if relwin == w then c = math.max(0, c - rel); changed = true; en = math.max(0, en - rel)
+  elseif relwin == w - 1 then p = math.max(0, p - rel); changed = true; en = math.max(0, en - rel) end
 end
 local grant = 0
 if want > 0 then
   local e = now - w * per
-  grant = share(lim - (p * (per - e) / per + c), lim)
-  if grant > 0 then c = c + grant; changed = true end
+  local h = lim - (p * (per - e) / per + c)
+  grant = pace(share(h, lim), h, ef, en0, en)
+  if grant > 0 then c = c + grant; en = en + grant; changed = true end
 end
 if changed then
-  redis.call('HSET', k, 'w', f(w), 'c', f(c), 'p', f(p))
+  redis.call('HSET', k, 'w', f(w), 'c', f(c), 'p', f(p), 'ef', f(ef), 'en', f(en))
   if fresh then
     redis.call('PEXPIREAT', k, ms((w + 2) * per), 'NX')
   elseif rolled then
@@ -98,9 +124,12 @@ return {f(w), f(c), f(p), '0', '0', f(reset), f(now), f(grant)}
 `
 
 const luaFixedWindow = luaPrelude + `
-local v = redis.call('HMGET', k, 'w', 'c')
+local v = redis.call('HMGET', k, 'w', 'c', 'ef', 'en')
 local w = tonumber(v[1])
 local c = tonumber(v[2]) or 0
+local ef = tonumber(v[3]) or now
+local en0 = tonumber(v[4]) or 0
+local en = en0 + d
 local nw = math.floor(now / per)
 local fresh = (w == nil)
 local rolled = false
@@ -111,14 +140,14 @@ elseif nw > w then
 end
 local changed = d > 0
 c = c + d
-if rel > 0 and relwin == w then c = math.max(0, c - rel); changed = true end
+if rel > 0 and relwin == w then c = math.max(0, c - rel); changed = true; en = math.max(0, en - rel) end
 local grant = 0
 if want > 0 then
-  grant = share(lim - c, lim)
-  if grant > 0 then c = c + grant; changed = true end
+  grant = pace(share(lim - c, lim), lim - c, ef, en0, en)
+  if grant > 0 then c = c + grant; en = en + grant; changed = true end
 end
 if changed then
-  redis.call('HSET', k, 'w', f(w), 'c', f(c))
+  redis.call('HSET', k, 'w', f(w), 'c', f(c), 'ef', f(ef), 'en', f(en))
   if fresh then
     redis.call('PEXPIREAT', k, ms((w + 1) * per), 'NX')
   elseif rolled then
@@ -172,9 +201,12 @@ return {'0', '0', '0', f(oldest), f(u), f(reset), f(now), f(grant)}
 // Tokens may go below zero: the nodes admitted those events already, and
 // the debt is paid back by the refill.
 const luaTokenBucket = luaPrelude + `
-local v = redis.call('HMGET', k, 'tk', 'ts')
+local v = redis.call('HMGET', k, 'tk', 'ts', 'ef', 'en')
 local tk = tonumber(v[1])
 local ts = tonumber(v[2])
+local ef = tonumber(v[3]) or now
+local en0 = tonumber(v[4]) or 0
+local en = math.max(0, en0 + d - rel)
 local fresh = (ts == nil)
 local rate = lim / per
 if fresh then
@@ -187,11 +219,11 @@ local changed = d > 0 or rel > 0
 tk = math.min(burst, tk - d + rel)
 local grant = 0
 if want > 0 then
-  grant = share(tk, burst)
-  if grant > 0 then tk = tk - grant; changed = true end
+  grant = pace(share(tk, burst), tk, ef, en0, en)
+  if grant > 0 then tk = tk - grant; en = en + grant; changed = true end
 end
 if changed then
-  redis.call('HSET', k, 'tk', f(tk), 'ts', f(ts))
+  redis.call('HSET', k, 'tk', f(tk), 'ts', f(ts), 'ef', f(ef), 'en', f(en))
   local full = ms(now + (burst - tk) / rate)
   if fresh then
     redis.call('PEXPIREAT', k, full, 'NX')
@@ -205,7 +237,11 @@ return {'0', f(tk), '0', f(ts), '0', f(reset), f(now), f(grant)}
 `
 
 const luaGCRA = luaPrelude + `
-local tat = tonumber(redis.call('HGET', k, 't'))
+local v = redis.call('HMGET', k, 't', 'ef', 'en')
+local tat = tonumber(v[1])
+local ef = tonumber(v[2]) or now
+local en0 = tonumber(v[3]) or 0
+local en = math.max(0, en0 + d - rel)
 local fresh = (tat == nil)
 local iv = per / lim
 tat = math.max(tat or 0, now)
@@ -213,11 +249,12 @@ local changed = d > 0 or rel > 0
 tat = math.max(now, tat + math.floor((d - rel) * iv + 0.5))
 local grant = 0
 if want > 0 then
-  grant = share(burst - (tat - now) / iv, burst)
-  if grant > 0 then tat = tat + math.floor(grant * iv + 0.5); changed = true end
+  local h = burst - (tat - now) / iv
+  grant = pace(share(h, burst), h, ef, en0, en)
+  if grant > 0 then tat = tat + math.floor(grant * iv + 0.5); en = en + grant; changed = true end
 end
 if changed then
-  redis.call('HSET', k, 't', f(tat))
+  redis.call('HSET', k, 't', f(tat), 'ef', f(ef), 'en', f(en))
   if fresh then
     redis.call('PEXPIREAT', k, ms(tat), 'NX')
   else

@@ -173,11 +173,9 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 	c := &Counter{f: f, rule: r, p: p, prefix: "guardd:{" + r.Name + ":"}
 	c.perShard = max(f.cfg.MaxKeys/counterShards, 1)
 	c.maxSlots = c.perShard*3/2 + 1
-	for m := range numOnError {
+	for m := range numDecisions {
 		c.decisions[m] = f.met.decisions.WithLabelValues(m.String())
 	}
-	c.fleetDecisions = f.met.decisions.WithLabelValues("fleet")
-	c.leaseDecisions = f.met.decisions.WithLabelValues("lease_wait")
 	f.counters = append(f.counters, weak.Make(c))
 	return c, nil
 }
@@ -570,9 +568,7 @@ type Counter struct {
 	pass     uint64 // collect passes; only the flush loop touches it
 	dueNodes int    // live nodes at the last full pass
 
-	decisions      [numOnError]prometheus.Counter
-	fleetDecisions prometheus.Counter
-	leaseDecisions prometheus.Counter
+	decisions [numDecisions]prometheus.Counter
 }
 
 // fullEvery: a flush looks at every key (idle leases to hand back once
@@ -650,10 +646,10 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	if !healthy {
 		switch c.rule.OnError {
 		case Open:
-			c.decisions[Open].Inc()
+			c.decisions[byOpen].Inc()
 			return counting.Result{Remaining: c.p.limit}
 		case Closed:
-			c.decisions[Closed].Inc()
+			c.decisions[byClosed].Inc()
 			return counting.Result{Count: c.p.limit, Exceeded: true, RetryAfter: f.cfg.Cooldown}
 		}
 	}
@@ -683,7 +679,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 	lone := nodes == 1 && c.shaper()
 	slow := gap > slowGap*f.cfg.FlushInterval.Microseconds()
 	var r counting.Result
-	mode := "fleet"
+	by := byFleet
 	kick := false
 	quiet := false
 	switch {
@@ -691,7 +687,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		extra := ks.extra + ks.fly
 		if !healthy {
 			extra = ks.extra*nodes + ks.fly
-			mode = "local"
+			by = byLocal
 		}
 		var consume bool
 		r, consume = c.p.judge(st, rnow, extra, n)
@@ -716,7 +712,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 			// Local: this node's own counts since Redis last answered,
 			// scaled to the fleet, against the budget: its share of it.
 			extra = ks.extra*nodes + ks.fly - ks.lease
-			mode = "local"
+			by = byLocal
 		}
 		var consume bool
 		r, consume = c.p.judge(st, rnow, extra, n)
@@ -733,15 +729,25 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 			// are sent with this one (docs/fleet.md, the error bound).
 			pending -= ks.extra
 		}
-		allowance := max(1, f.cfg.ColdShare*c.p.capacity()/nodes)
-		if healthy && !r.Exceeded && pending > 0 && pending+n > allowance {
+		allowance := f.cfg.ColdShare * c.p.capacity() / nodes
+		// Below one event per node (a limit under nodes/ColdShare), a
+		// node with peers admits nothing beyond its lease to a stream of
+		// requests once its view shows less than half the capacity free
+		// (where grants are cut to what a node asks for, and the others'
+		// may have taken the rest since this view was read): the grant
+		// it asked for is a round trip away. A client's first request on
+		// a node, or a slow client's (more than slowGap flush intervals
+		// after its last), does not wait: for it a wait is a refusal.
+		exact := allowance < 1 && nodes > 1 && ks.have && !slow && r.Remaining < c.p.capacity()/2
+		allowance = max(1, allowance)
+		if healthy && !r.Exceeded && (exact || pending > 0 && pending+n > allowance) {
 			// No lease left, and this node's events beyond leases have
 			// used its allowance (ColdShare of the capacity, split among
 			// the nodes, at least one event): wait for the grant the
 			// flush kicked now brings. The allowance is what the fleet
 			// can overshoot by, since Redis cannot see these events when
 			// it grants leases to the other nodes.
-			mode, consume = "lease_wait", false
+			by, consume = byLeaseWait, false
 			r.Exceeded, r.Remaining, r.RetryAfter = true, 0, f.cfg.FlushInterval
 		}
 		if consume {
@@ -749,7 +755,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 				ks.extraAt = rnow
 			}
 			ks.extra += n
-			quiet = healthy && mode == "fleet" && lone && ks.extra <= allowance && ks.fly == 0 && ks.rel == 0 && !ks.asked
+			quiet = healthy && by == byFleet && lone && ks.extra <= allowance && ks.fly == 0 && ks.rel == 0 && !ks.asked
 		}
 		// A refusal on the fleet view kicks no flush: the budget is spent
 		// until the view says otherwise, and a hot refused key would
@@ -758,14 +764,14 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		// back): the grant would be nothing, and a refused key whose view
 		// refills would kick a flush for each event it refills; the
 		// next flush sends the event.
-		kick = healthy && !ks.asked && (mode == "lease_wait" || !r.Exceeded && (nodes > 1 || r.Remaining >= 1))
+		kick = healthy && !ks.asked && (by == byLeaseWait || !r.Exceeded && (nodes > 1 || r.Remaining >= 1))
 	}
 	if !quiet {
 		ks.quietTo = 0
 	}
 	switch {
 	case ks.inLease():
-	case healthy && mode == "fleet" && !r.Exceeded && slow &&
+	case healthy && by == byFleet && !r.Exceeded && slow &&
 		(ks.lease >= n || lone) && ks.extra == 0 && ks.rel == 0 && ks.grant > 0 && !ks.asked:
 		// A slow client (this request came more than slowGap flush
 		// intervals after its last): its lease lasts it, so it asks
@@ -783,7 +789,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		ks.demand -= n
 		ks.active = false
 		kick = false
-	case healthy && mode == "fleet" && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
+	case healthy && by == byFleet && !c.rule.Detection && !ks.queued && !ks.asked && ks.fly == 0 && c.spentAloneLocked(ks, st, rnow, int(nodes)):
 		// Alone, and Redis has no budget left to grant (this node may
 		// hold the rest as its lease): the next flush would only find
 		// that (judgeLocked) and forget this request's demand. A hot key
@@ -805,14 +811,7 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		default:
 		}
 	}
-	switch mode {
-	case "fleet":
-		c.fleetDecisions.Inc()
-	case "lease_wait":
-		c.leaseDecisions.Inc()
-	default:
-		c.decisions[Local].Inc()
-	}
+	c.decisions[by].Inc()
 	return r
 }
 
@@ -1072,7 +1071,15 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	// of a key's traffic does not sit on budget the others need.
 	want := 0.0
 	if active && !c.rule.Detection {
-		want = max(1, 2*ks.demand)
+		// With peers, the demand since the key was last sent per flush
+		// interval: a key that spends a lease over several intervals asks
+		// for twice its rate, not for all it used since (Redis paces
+		// grants by it). A lone node is not paced and keeps its asks.
+		d := ks.demand
+		if fl := c.f.cfg.FlushInterval.Microseconds(); nodes > 1 && ks.have && now-ks.s.Now > fl {
+			d = d * float64(fl) / float64(now-ks.s.Now)
+		}
+		want = max(1, 2*d)
 		if ks.have && nodes > 1 && ks.lease > 2*want && c.p.capacity()-c.p.usage(c.p.advance(ks.s, now), now) < c.p.capacity()/2 {
 			back := ks.lease - want
 			ks.rel, ks.relWin = ks.rel+back, ks.leaseWin
@@ -1095,7 +1102,7 @@ func (c *Counter) judgeLocked(b *batch, k uint64, ks *keyState, now int64, nodes
 	b.ops = append(b.ops, Op{
 		Alg: c.p.alg, Key: c.redisKey(k), Delta: ks.extra,
 		Release: ks.rel, RelWin: ks.relWin, Held: ks.lease, Want: want, Nodes: nodes,
-		Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member,
+		Period: c.p.period, Limit: c.p.limit, Burst: c.p.burst, Member: b.member, Flush: c.f.cfg.FlushInterval.Microseconds(),
 	})
 	b.refs = append(b.refs, ref{c: c, key: k, gen: ks.gen, delta: ks.extra, at: ks.extraAt, rel: ks.rel, relWin: ks.relWin})
 	ks.fly += ks.extra

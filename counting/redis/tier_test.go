@@ -473,8 +473,10 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 	if live := n.f.Status().LiveNodes; live != 2 {
 		t.Fatalf("%d live nodes, want 2", live)
 	}
-	// The first request has no lease yet: it is sent, and the grant fills
-	// the bucket's lease.
+	// The first request has no lease yet: it is sent, and granted what it
+	// asks for (the key's pace is unknown before its first script); a
+	// second request a second later spends that and is granted the node's
+	// share of the bucket.
 	c.Add(7, 1, n.clock.UnixNano())
 	n.f.Flush(context.Background())
 	lease := func() float64 {
@@ -483,9 +485,19 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 		defer sh.mu.Unlock()
 		return sh.ls[sh.lookupLocked(7)].lease
 	}
+	if first := lease(); first < 1 || first > 2 {
+		t.Fatalf("lease %v after the key's first grant, want what it asked for (2)", first)
+	}
+	for range 2 {
+		step(time.Second)
+		if c.Add(7, 1, n.clock.UnixNano()).Exceeded {
+			t.Fatal("slow request refused")
+		}
+		n.f.Flush(context.Background())
+	}
 	held := lease()
 	if held < 4 {
-		t.Fatalf("lease %v after the first grant, want about half the burst of 10", held)
+		t.Fatalf("lease %v after the second grant, want about half the burst of 10", held)
 	}
 	// Slow: a request a second (the refill rate of 600/min is 10/s, so
 	// the bucket in Redis is full at each one). One script once the lease
@@ -714,5 +726,143 @@ func TestLoneNodeAdmitsAsATable(t *testing.T) {
 			}
 			t.Logf("lone node %d, table %d, scripts %v", fleet, table, n.scripts())
 		})
+	}
+}
+
+// TestDecisionLabels: every way of deciding has its own metric label, and
+// a value outside the set reads "other", never an empty label.
+func TestDecisionLabels(t *testing.T) {
+	seen := map[string]bool{}
+	for d := range numDecisions {
+		l := d.String()
+		if l == "other" || l == "" || seen[l] {
+			t.Errorf("decision %d has label %q", d, l)
+		}
+		seen[l] = true
+	}
+	for _, tc := range []struct {
+		d    decision
+		want string
+	}{{byFleet, "fleet"}, {byLeaseWait, "lease_wait"}, {byOpen, "open"}, {byClosed, "closed"}, {byLocal, "local"}, {numDecisions, "other"}, {255, "other"}} {
+		if got := tc.d.String(); got != tc.want {
+			t.Errorf("decision %d: %q, want %q", tc.d, got, tc.want)
+		}
+	}
+	// The on_store_error decisions are labelled as the configuration names them.
+	for m, d := range map[OnError]decision{Open: byOpen, Closed: byClosed, Local: byLocal} {
+		if m.String() != d.String() {
+			t.Errorf("on_store_error %s decides as %s", m, d)
+		}
+	}
+}
+
+// TestShareWholeEvents: a grant is a whole number of events, so that no
+// node holds a fraction of one that none can spend (three nodes sharing
+// 100 admitted 99 when 65 left were split 21.67 to one node).
+func TestShareWholeEvents(t *testing.T) {
+	for _, tc := range []struct {
+		h, capacity, held, want float64
+		nodes                   int
+		grant                   float64
+	}{
+		{99, 100, 0, 2, 3, 33},
+		{65, 100, 0, 2, 3, 21},
+		{43, 100, 0, 2, 3, 2},            // below half: no more than asked
+		{43, 100, 0, 2.9, 3, 2},          // asked for a fraction: whole events
+		{2.9999999999, 100, 0, 10, 1, 3}, // float error: three events
+		{0.67, 100, 0, 2, 3, 0},          // less than one event left: nothing
+		{1.5, 100, 0, 2, 3, 1},
+		{60, 100, 10, 100, 3, 13}, // (60+10)/3 - 10 = 13.3
+		{1000, 100, 0, 0.5, 1, 1000},
+	} {
+		if got := share(tc.h, tc.capacity, tc.held, tc.want, tc.nodes); got != tc.grant {
+			t.Errorf("share(h %v, capacity %v, held %v, want %v, nodes %d) = %v, want %v", tc.h, tc.capacity, tc.held, tc.want, tc.nodes, got, tc.grant)
+		}
+	}
+}
+
+// TestPaceFollowsDemand: once a key has a pace, a node is granted about
+// what it would spend before the budget runs out at the fleet's rate: a
+// node asking for 5% of the traffic gets about 5% of the headroom, not a
+// third; a key far from running out gets its share; a lone node, or a
+// key's first call, is not paced by rate.
+func TestPaceFollowsDemand(t *testing.T) {
+	p, err := newParams(Rule{Name: "p", Limit: counting.Limit{Period: time.Hour, Requests: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fl = 50_000 // µs
+	now := int64(1_800_000_000_000_000)
+	// 100 ms of a busy node's traffic at 1,350 events/s: 135 events.
+	s, e := p.step(State{}, estimate{}, call{delta: 1, want: 2, nodes: 3, flush: fl}, now)
+	if s.Grant != 2 {
+		t.Fatalf("first call granted %v, want what it asked for, 2", s.Grant)
+	}
+	s, e = p.step(s, e, call{delta: 133, nodes: 3, flush: fl}, now+100_000)
+	// A quiet node asks for twice its 3.75 events per flush interval.
+	q, _ := p.step(s, e, call{delta: 1, want: 7.5, nodes: 3, flush: fl}, now+100_000)
+	// rate 75/s; headroom 863 at 1,360/s: 0.63 s of it, 47 events.
+	if q.Grant < 40 || q.Grant > 55 {
+		t.Errorf("quiet node granted %v, want about 5%% of the 863 left (47)", q.Grant)
+	}
+	// The busy node asking at its rate gets its share (a third).
+	b, _ := p.step(s, e, call{delta: 1, want: 135, nodes: 3, flush: fl}, now+100_000)
+	if b.Grant != 287 {
+		t.Errorf("busy node granted %v, want its share 287", b.Grant)
+	}
+	// Far from running out (the same events over an hour's first ten
+	// minutes), the quiet node gets its share too.
+	far, _ := p.step(s, e, call{delta: 1, want: 7.5, nodes: 3, flush: fl}, now+600_000_000)
+	if far.Grant != 287 {
+		t.Errorf("a key far from its limit granted %v, want the share 287", far.Grant)
+	}
+	// A lone node is never paced.
+	lone, _ := p.step(s, e, call{delta: 1, want: 7.5, nodes: 1, flush: fl}, now+100_000)
+	if lone.Grant != 863 {
+		t.Errorf("lone node granted %v, want all 863 left", lone.Grant)
+	}
+}
+
+// TestSlowClientBelowHalfNotRefused: with peers and a small limit, a node
+// waits for its grant rather than admit beyond its lease while a key's
+// requests stream in below half its capacity (exact admission), but a
+// slow client's request, whose node handed its idle lease back, is
+// admitted at once: for it a wait would be a refusal.
+func TestSlowClientBelowHalfNotRefused(t *testing.T) {
+	n := newTestNode(t, t0)
+	other, _ := newTestFleet(t, "b", n.st, &n.clock)
+	c := n.counter(t, Rule{Name: "r", Limit: counting.Limit{Algorithm: counting.SlidingWindow, Period: time.Hour, Requests: 100}})
+	oc, err := other.Counter(c.Rule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flush := func() {
+		n.f.Flush(context.Background())
+		other.Flush(context.Background())
+	}
+	flush()
+	n.step(time.Second)
+	flush()
+	if live := n.f.Status().LiveNodes; live != 2 {
+		t.Fatalf("%d live nodes, want 2", live)
+	}
+	// The other node spends 60 of the 100.
+	for range 60 {
+		n.step(time.Millisecond)
+		if oc.Add(7, 1, n.clock.UnixNano()).Exceeded {
+			flush()
+		}
+	}
+	flush()
+	// A slow client on this node: a request every second, each after the
+	// node has handed back its idle lease. None is refused.
+	for i := range 10 {
+		n.step(time.Second)
+		if r := c.Add(7, 1, n.clock.UnixNano()); r.Exceeded {
+			t.Fatalf("slow request %d refused (remaining %v) with %v of 100 used", i, r.Remaining, 60+i)
+		}
+		flush()
+		n.step(2 * DefaultFlushInterval)
+		flush()
 	}
 }
