@@ -39,7 +39,11 @@ var equivalenceRules = map[string]string{
 	"ja4_chal":   rule("[tls.ja4]", 15, "challenge", "", `startswith(input.http.path, "/api/")`, ""),
 	"addr_chal":  rule("[ip.src]", 3, "challenge", "#   challenge_fallback: block\n", `input.http.path == "/search"`, ""),
 	"ua_chal":    rule("[http.user_agent]", 12, "challenge", "#   challenge_fallback: log\n", `input.http.path == "/"`, `true`),
-	"throttle":   rule("[ip.src]", 1, "throttle", "#   algorithm: token_bucket\n#   burst: 1\n", `startswith(input.http.path, "/api/")`, ""),
+	// Weak signals: their points add up to an anomaly score's challenge
+	// or block on the address (origin score, every request covered).
+	"score_a":  rule("[ip.src]", 1, "log", "#   anomaly_score: 6\n", `input.http.path == "/feed"`, ""),
+	"score_b":  rule("[ip.src]", 1, "log", "#   anomaly_score: 10\n", `input.http.path == "/api/cart"`, ""),
+	"throttle": rule("[ip.src]", 1, "throttle", "#   algorithm: token_bucket\n#   burst: 1\n", `startswith(input.http.path, "/api/")`, ""),
 }
 
 func rule(chars string, n int, action, extra, count, mitigate string) string {
@@ -239,13 +243,19 @@ func TestVerdictEquivalence(t *testing.T) {
 			key = got.Action.String()
 		}
 		seen[key]++
+		if got.Rule == "anomaly_score" {
+			seen["anomaly score "+key]++
+		}
 		if store.Allowlisted(&s.ev) {
 			seen["allowlisted"]++
 		}
 		if q.method != "GET" && q.method != "HEAD" {
 			seen["not a page view"]++
 		}
-		challenged := !got.Allow && actions[got.Rule] == mitigation.ActionChallenge
+		// A challenge, or a challenge's fallback: a rule's, or an anomaly
+		// score's (which challenges or blocks).
+		challenged := !got.Allow && (actions[got.Rule] == mitigation.ActionChallenge ||
+			got.Rule == "anomaly_score" && got.Action != mitigation.ActionBlock)
 		if challenged && got.Action != mitigation.ActionChallenge {
 			seen["challenge fallback"]++
 		}
@@ -276,13 +286,13 @@ func TestVerdictEquivalence(t *testing.T) {
 		made[m.Rule]++
 	}
 	for name := range equivalenceRules {
-		if made[name] == 0 && name != "throttle" {
+		if made[name] == 0 && name != "throttle" && !strings.HasPrefix(name, "score_") {
 			t.Errorf("rule %s made no mitigation: the test does not cover it", name)
 		}
 	}
 	t.Logf("mitigations per rule: %v", made)
 	t.Logf("%d requests: %v", n, seen)
-	for _, k := range []string{"allow", "block", "rate_limit", "shadowban", "firewall", "throttle", "challenge", "allowlisted", "not a page view", "challenge fallback"} {
+	for _, k := range []string{"allow", "block", "rate_limit", "shadowban", "firewall", "throttle", "challenge", "allowlisted", "not a page view", "challenge fallback", "anomaly score challenge", "anomaly score block"} {
 		if seen[k] == 0 {
 			t.Errorf("no request decided %s: the test does not cover it", k)
 		}
