@@ -17,6 +17,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # -o keeps the test binary out of the tree.
 go test -run '^$' -bench 'BenchmarkReplay$' -benchtime 20x -o "$tmp/replay.test" \
-  -cpuprofile "$tmp/cpu.pprof" ./ingest/replay
+  -cpuprofile "$tmp/cpu.pprof" ./pipeline/replay
 cp "$tmp/cpu.pprof" cmd/guardd/default.pgo
 echo "wrote cmd/guardd/default.pgo ($(wc -c < cmd/guardd/default.pgo) bytes)"

@@ -6,7 +6,9 @@
 //   - ingest/capture, ingest/decap, ingest/quic and ingest/sniff take packets
 //     from a capture file or a live interface down to TLS, QUIC and HTTP
 //     fingerprints.
-//   - ingest/replay runs the rules over access logs offline.
+//
+// The replay of access logs through the rules (pipeline/replay) drives the
+// pipeline, so it lives beside it, not here.
 //
 // An ingester fills an Event the caller owns, and the Event's strings alias the
 // ingester's buffer until its next call. This package itself holds no code.

@@ -1,121 +1,25 @@
 package mitigation
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/guardd/guardd/action"
 
-// Action is what enforcement does to a request that matches a mitigation. Its
-// String is a closed set, safe as a metric label.
-type Action uint8
+// Action is what enforcement does to a request that matches a mitigation:
+// package action's closed set, which rules share without importing
+// mitigation.
+type Action = action.Action
 
-// Actions. The zero value is ActionLog, which enforces nothing.
+// Actions, as package action names them. The zero value is ActionLog.
 const (
-	ActionLog       Action = iota // record the match, let the request through
-	ActionBlock                   // 403
-	ActionRateLimit               // 429 with Retry-After
-	ActionShadowBan               // a plausible 200, request not served
-	ActionFirewall                // pushed to the firewall (nftables sets), also 403 at the decision API
-	// ActionThrottle is a rule's request-time limit: each request is
-	// admitted or refused (429) against its key's budget when nginx asks.
-	// It is never a mitigation record (see Action.Mitigates).
-	ActionThrottle
-	// ActionChallenge answers a page view with an interstitial that a
-	// person's browser passes (and then carries a signed clearance) and a
-	// script does not; a request that is not a page view gets the rule's
-	// challenge fallback (DESIGN.md "Challenges").
-	ActionChallenge
-	numActions
+	ActionLog       = action.Log
+	ActionBlock     = action.Block
+	ActionRateLimit = action.RateLimit
+	ActionShadowBan = action.ShadowBan
+	ActionFirewall  = action.Firewall
+	ActionThrottle  = action.Throttle
+	ActionChallenge = action.Challenge
 )
-
-var actionNames = [numActions]string{
-	ActionLog:       "log",
-	ActionBlock:     "block",
-	ActionRateLimit: "rate_limit",
-	ActionShadowBan: "shadowban",
-	ActionFirewall:  "firewall",
-	ActionThrottle:  "throttle",
-	ActionChallenge: "challenge",
-}
-
-// actionRank orders actions when several apply to one request: the highest
-// rank wins, in Lookup and at the decision API. A denial beats a deception
-// (block over shadowban: a client already refused gains nothing from the
-// pretence), a deception beats a challenge (the client is known bad), a
-// challenge beats a rate limit (a browser that passes it goes on, and only
-// then meets the limit), a mitigation beats a request-time throttle (it
-// lasts, the throttle's 429 only says "not now"), and any enforcement beats
-// log.
-var actionRank = [numActions]uint8{
-	ActionLog:       0,
-	ActionThrottle:  1,
-	ActionRateLimit: 1,
-	ActionChallenge: 2,
-	ActionShadowBan: 3,
-	ActionBlock:     4,
-	ActionFirewall:  5,
-}
-
-// Names returns the action names in the order error messages list them.
-func Names() []string { return append([]string(nil), actionNames[:]...) }
-
-// Stronger reports whether a outranks b when both apply to one request.
-func (a Action) Stronger(b Action) bool { return a.rank() > b.rank() }
-
-func (a Action) rank() uint8 {
-	if a < numActions {
-		return actionRank[a]
-	}
-	return 0
-}
-
-// Mitigates reports whether a can be a mitigation record (a rule's trip or
-// a manual decision). ActionThrottle cannot: it is decided per request.
-func (a Action) Mitigates() bool { return a < numActions && a != ActionThrottle }
 
 // ParseAction reads an action name as written in a rule's metadata.
-func ParseAction(s string) (Action, error) {
-	for a, n := range actionNames {
-		if s == n {
-			return Action(a), nil
-		}
-	}
-	return 0, fmt.Errorf("mitigation: unknown action %q; expect %s", s, acceptedActions())
-}
+func ParseAction(s string) (Action, error) { return action.Parse(s) }
 
-func acceptedActions() string {
-	q := make([]string, len(actionNames))
-	for i, n := range actionNames {
-		q[i] = "'" + n + "'"
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-}
-
-// String returns the action's name, or "other" for a value outside the set.
-func (a Action) String() string {
-	if a < numActions {
-		return actionNames[a]
-	}
-	return "other"
-}
-
-// Valid reports whether a is one of the defined actions.
-func (a Action) Valid() bool { return a < numActions }
-
-// MarshalText implements encoding.TextMarshaler.
-func (a Action) MarshalText() ([]byte, error) {
-	if !a.Valid() {
-		return nil, fmt.Errorf("mitigation: invalid action %d", uint8(a))
-	}
-	return []byte(actionNames[a]), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (a *Action) UnmarshalText(b []byte) error {
-	v, err := ParseAction(string(b))
-	if err != nil {
-		return err
-	}
-	*a = v
-	return nil
-}
+// Names returns the action names in the order error messages list them.
+func Names() []string { return action.Names() }

@@ -178,6 +178,8 @@ func decodeRecord(line []byte) (record, error) {
 		return record{}, errors.New("add record with a time outside years 1 to 9999 UTC")
 	case w.Origin == "":
 		return record{}, errors.New("add record without origin")
+	case !w.Origin.Valid():
+		return record{}, fmt.Errorf("add record with unknown origin %q", w.Origin)
 	case w.Origin == OriginRule && w.Rule == "":
 		return record{}, errors.New("add record without rule")
 	}

@@ -4,13 +4,15 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/guardd/guardd/action"
 )
 
 // metrics are the store's Prometheus collectors. Every label value comes from
 // Action.String, a closed set; the per-action children are resolved once.
 type metrics struct {
-	active        [numActions]prometheus.Gauge
-	added         [numActions]prometheus.Counter
+	active        [action.Len]prometheus.Gauge
+	added         [action.Len]prometheus.Counter
 	evictions     prometheus.Counter
 	allowlisted   prometheus.Counter
 	journalErrors prometheus.Counter
@@ -44,7 +46,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed writes, syncs or compactions of the state journal; mitigations stay enforced in memory.",
 		}),
 	}
-	for a := range numActions {
+	for i := range action.Len {
+		a := Action(i)
 		if !a.Mitigates() {
 			continue // never a record: no series
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
 )
 
@@ -62,6 +63,26 @@ const (
 	// scope: no rule's mitigation expression narrows it.
 	OriginScore Origin = "score"
 )
+
+// Valid reports whether o is one of the origins above. The store refuses
+// a mitigation of any other (Add, the journal, the fleet stream), so
+// nothing downstream meets one.
+func (o Origin) Valid() bool {
+	switch o {
+	case OriginRule, OriginManual, OriginAPI, OriginScore:
+		return true
+	}
+	return false
+}
+
+// ParseOrigin reads an origin as the journal, the fleet stream and the JSON
+// APIs write it.
+func ParseOrigin(s string) (Origin, error) {
+	if o := Origin(s); o.Valid() {
+		return o, nil
+	}
+	return "", fmt.Errorf("mitigation: unknown origin %q; expect 'rule', 'manual', 'api' or 'score'", s)
+}
 
 // Config configures a Store. The zero value is a usable in-memory store.
 type Config struct {
@@ -416,13 +437,16 @@ func (s *Store) shardOf(key uint64) *shard { return &s.shards[key>>(64-shardBits
 
 func (s *Store) prepare(m Mitigation, now time.Time) (Mitigation, error) {
 	if !m.Action.Valid() {
-		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), acceptedActions())
+		return m, fmt.Errorf("invalid action %d; expect %s", uint8(m.Action), action.Accepted())
 	}
 	if !m.Action.Mitigates() {
 		return m, fmt.Errorf("action %s is decided per request, never a mitigation", m.Action)
 	}
 	if m.Origin == "" {
 		m.Origin = OriginRule
+	}
+	if !m.Origin.Valid() {
+		return m, fmt.Errorf("unknown origin %q; expect 'rule', 'manual', 'api' or 'score'", m.Origin)
 	}
 	if m.Rule == "" && m.Origin == OriginRule {
 		return m, errors.New("no rule name")
@@ -478,9 +502,31 @@ func (s *Store) Lookup(key uint64, now time.Time) (Mitigation, bool) {
 	return m, true
 }
 
+// LookupAll appends to dst every mitigation on the scope whose Key is key,
+// unexpired at now, one per rule, and returns dst: the decision API's
+// verdict weighs each rule's mitigation against its mitigation expression,
+// so the strongest alone (Lookup) is not enough. It allocates nothing once
+// dst has grown and runs concurrently with writers; the Scopes are shared
+// as Lookup's are.
+func (s *Store) LookupAll(key uint64, now time.Time, dst []Mitigation) []Mitigation {
+	sh := s.shardOf(key)
+	sec, nsec := wall(now)
+	sh.mu.RLock()
+	for n := sh.m[key]; n != nil; n = n.next {
+		if n.expiresAfter(sec, nsec) {
+			dst = append(dst, n.mitigation())
+		}
+	}
+	sh.mu.RUnlock()
+	return dst
+}
+
 func stronger(a, b *node) bool {
-	if ra, rb := actionRank[a.action], actionRank[b.action]; ra != rb {
-		return ra > rb
+	if a.action.Stronger(b.action) {
+		return true
+	}
+	if b.action.Stronger(a.action) {
+		return false
 	}
 	return a.expiresAfter(b.expSec, b.expNsec)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -411,8 +412,8 @@ func TestMetricsRegistered(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	if len(got) != 2*int(numActions-1)+4 { // throttle is never a record
-		t.Errorf("%d series, want %d: %v", len(got), 2*int(numActions-1)+4, got)
+	if len(got) != 2*(action.Len-1)+4 { // throttle is never a record
+		t.Errorf("%d series, want %d: %v", len(got), 2*(action.Len-1)+4, got)
 	}
 	if _, err := New(Config{}, reg, nil); err == nil {
 		t.Error("second New on one registry did not report the duplicate registration")

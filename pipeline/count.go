@@ -27,7 +27,9 @@ type RequestCounter struct {
 	Logger    *slog.Logger     // nil: discard
 	Now       func() time.Time // nil: time.Now
 
-	pool sync.Pool // *engine.Matches
+	pool    sync.Pool // *engine.Matches
+	once    sync.Once
+	tripper *tripper
 }
 
 // CountRequest counts ev, a request the decision API is deciding.
@@ -75,14 +77,8 @@ func (c *RequestCounter) CountRequest(ev *characteristics.Event) {
 	if len(trips) == 0 {
 		return
 	}
-	s := sequencer{cfg: &Config{Store: c.Store, Metrics: c.Metrics, Logger: c.Logger}}
-	if s.cfg.Metrics == nil {
-		s.cfg.Metrics = NewMetrics(nil)
-	}
-	if s.cfg.Logger == nil {
-		s.cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.once.Do(func() { c.tripper = newTripper(c.Store, nil, c.Metrics, c.Logger) })
 	for i := range trips {
-		s.trip(p, &trips[i], wall)
+		c.tripper.trip(p, &trips[i], wall)
 	}
 }

@@ -21,9 +21,14 @@
 // The mitigation store is the only record of mitigations: the engine reports
 // every trip, and the pipeline adds it to the store unless the rule already
 // holds a mitigation there that this trip would not extend by a tenth of its
-// timeout. A replay uses an in-memory store and a Report, which keeps what
-// `guardd replay` prints: every mitigation made, and per client what the
-// mitigations in force did to its requests. Given the throttle rules
+// timeout (one tripping path, for Run and RequestCounter). A replay uses an
+// in-memory store and a Report, which keeps what `guardd replay` prints:
+// every mitigation made, and per client what the mitigations in force did
+// to its requests. Each request is judged by verdict.Decide, the decision
+// API's own verdict, reading what the workers worked out (allowlist, page
+// view, which rules' mitigation expressions matched on which keys) and the
+// report's records of the mitigations in force; the report observes the
+// verdicts and the trips. Given the throttle rules
 // (Report.SimulateThrottle), a replay also admits or refuses each request
 // they count with the decision API's limiter (mitigation/throttle): the
 // workers work out the keys, the sequencer admits in input order on the

@@ -82,11 +82,7 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 			if r.Action == mitigation.ActionThrottle || len(r.Windows) > 1 || r.Distinct != nil {
 				continue
 			}
-			alg, err := counting.ParseAlgorithm(r.Algorithm)
-			if err != nil {
-				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
-			}
-			c, err := opts.NewCounter(r, counting.Limit{Algorithm: alg, Period: r.Period, Requests: r.Requests, Burst: r.Burst})
+			c, err := opts.NewCounter(r, counting.Limit{Algorithm: r.Algorithm, Period: r.Period, Requests: r.Requests, Burst: r.Burst})
 			if err != nil {
 				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -29,7 +30,9 @@ type Report struct {
 	// (SimulateThrottle); throttled their outcomes per rule.
 	limits    *throttle.Rules
 	throttled []*Throttled
-	tv        throttle.Verdict
+	// OnVerdict, if set, is handed the verdict on every request, in the
+	// log's order, with its client and time (on Run's sequencer).
+	OnVerdict func(client netip.Addr, t time.Time, d verdict.Decision)
 	// scores holds the anomaly scores' mitigations by address (a
 	// single-address prefix) or network; scoreBits the prefix lengths
 	// among its keys.
@@ -107,10 +110,9 @@ func (r *Report) SimulateThrottle(rs *throttle.Rules) {
 }
 
 // throttle admits or refuses one request's throttle counts at t and records
-// the outcome; it returns the verdict when an enforced rule refused the
-// request, else nil. The verdict is valid until the next call.
-func (r *Report) throttle(cs []throttle.Count, client netip.Addr, t time.Time) *throttle.Verdict {
-	r.tv = r.limits.Admit(cs, t)
+// the outcome per rule; it returns the verdict of the enforced rules.
+func (r *Report) throttle(cs []throttle.Count, client netip.Addr, t time.Time) throttle.Verdict {
+	v := r.limits.Admit(cs, t)
 	for i := range cs {
 		c := &cs[i]
 		tr := r.throttledOf(c.Rule(), c.Shadow())
@@ -133,10 +135,7 @@ func (r *Report) throttle(cs []throttle.Count, client netip.Addr, t time.Time) *
 			cs.shadow[tr.Rule]++
 		}
 	}
-	if !r.tv.Refused {
-		return nil
-	}
-	return &r.tv
+	return v
 }
 
 func (r *Report) throttledOf(rule *rules.Rule, shadow bool) *Throttled {
@@ -174,14 +173,21 @@ func (r *Report) client(a netip.Addr) *clientStats {
 	return cs
 }
 
-// entry returns the record of tr's rule and key, nil if none.
-func (r *Report) entry(tr *engine.Trip) *Mitigation {
-	return r.entries[reportKey{int32(tr.Index), tr.Key}]
+// held is the tripper's question (heldRecord) answered from the report:
+// a replay's report holds what its store holds, and nothing else deletes
+// from that store.
+func (r *Report) held(tr *engine.Trip, action mitigation.Action, slack time.Duration, now time.Time) bool {
+	e := r.entries[reportKey{int32(tr.Index), tr.Key}]
+	if e != nil && e.Action == action && e.Expires.Add(slack).After(tr.Expires) && e.Expires.After(now) {
+		e.record(e.Action, e.Expires)
+		return true
+	}
+	return false
 }
 
-// trip records a trip the store holds a mitigation for, with action and
+// added records a trip the store holds a mitigation for, with action and
 // expiry as the store holds them.
-func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Time) {
+func (r *Report) added(tr *engine.Trip, m mitigation.Mitigation, _ time.Time) {
 	k := reportKey{int32(tr.Index), tr.Key}
 	e := r.entries[k]
 	if e == nil {
@@ -191,11 +197,11 @@ func (r *Report) trip(tr *engine.Trip, action mitigation.Action, expires time.Ti
 		w, b := keyBit(tr.Key)
 		r.keyBits[w] |= b
 	}
-	e.record(action, expires)
+	e.record(m.Action, m.Expires)
 }
 
 // scored records a mitigation an anomaly score made, as the store holds it.
-func (r *Report) scored(m mitigation.Mitigation) {
+func (r *Report) scored(m mitigation.Mitigation, _ time.Time) {
 	if len(m.Scope) != 1 {
 		return
 	}
@@ -224,93 +230,135 @@ func (e *Mitigation) record(action mitigation.Action, expires time.Time) {
 	e.Expires = expires
 }
 
-// judge applies the mitigations in force at t to one request, as the
-// decision API would: a rule's mitigation covers the requests its mitigation
-// expression matches on its scope, and an allowlisted request receives no
-// action whatever the scope. tv, when set, is the refusal of an enforced
-// throttle rule: the request's action when no mitigation applies (a
-// mitigation outranks a throttle, as at the decision API). It reports
-// whether any mitigation applied.
-func (r *Report) judge(client netip.Addr, allowed bool, t time.Time, mk engine.Mitigable, tv *throttle.Verdict) bool {
-	var cs *clientStats
-	if r.clients != nil && client.IsValid() {
-		cs = r.client(client)
-		cs.requests++
+// observe records the verdict on one request of client at t.
+func (r *Report) observe(client netip.Addr, t time.Time, d verdict.Decision) {
+	if r.OnVerdict != nil {
+		r.OnVerdict(client, t, d)
 	}
-	if allowed {
-		return false
+	if r.clients == nil || !client.IsValid() {
+		return
 	}
-	applied := false
-	best := (*Mitigation)(nil)
-	if len(r.entries) > 0 && r.anyKey(mk.Keys()) {
-		// Rules keyed alike match with the same key: ask once per key.
-		var lastKey uint64
-		known, has := false, false
-		for rule, key, ok := mk.Next(0); ok; rule, key, ok = mk.Next(rule + 1) {
-			if !known || key != lastKey {
-				w, b := keyBit(key)
-				if has = r.keyBits[w]&b != 0; has {
-					_, has = r.keyed[key]
-				}
-				lastKey, known = key, true
-			}
-			if !has {
-				continue
-			}
-			e := r.entries[reportKey{int32(rule), key}]
-			if e == nil || !t.Before(e.Expires) {
-				continue
-			}
-			e.Count++
-			e.LastSeen = t
-			applied = true
-			if e.Action != mitigation.ActionLog && (best == nil || e.Action.Stronger(best.Action)) {
-				best = e
-			}
-		}
-	}
-	if len(r.scores) > 0 && client.IsValid() {
-		// An anomaly score's mitigation covers every request of its
-		// address or network.
-		ua := client.Unmap()
-		for _, bits := range r.scoreBits {
-			p, err := ua.Prefix(bits)
-			if err != nil {
-				continue
-			}
-			e := r.scores[p]
-			if e == nil || !t.Before(e.Expires) {
-				continue
-			}
-			e.Count++
-			e.LastSeen = t
-			applied = true
-			if best == nil || e.Action.Stronger(best.Action) {
-				best = e
-			}
-		}
-	}
-	if cs == nil {
-		return applied
-	}
-	action, rule := mitigation.ActionLog, ""
-	switch {
-	case best != nil && (tv == nil || !mitigation.ActionThrottle.Stronger(best.Action)):
-		action, rule = best.Action, best.Rule
-	case tv != nil:
-		action, rule = mitigation.ActionThrottle, tv.Rule.Name
-	default:
-		return applied
+	cs := r.client(client)
+	cs.requests++
+	if d.Allow || d.Shed {
+		return
 	}
 	cs.actioned++
 	if cs.actions == nil {
 		cs.actions = map[mitigation.Action]int64{}
 	}
-	cs.actions[action]++
-	if !slices.Contains(cs.rules, rule) {
-		cs.rules = append(cs.rules, rule)
+	cs.actions[d.Action]++
+	if !slices.Contains(cs.rules, d.Rule) {
+		cs.rules = append(cs.rules, d.Rule)
 	}
-	return applied
+}
+
+// replayRequest is a replayed request as verdict.Decide reads the tables in
+// force: what the worker worked out (the allowlist, the throttle counts,
+// which rules' mitigation expressions matched and on which keys) and the
+// report's records of the mitigations made so far, the request's own trips
+// included. Each mitigation it yields is counted as applied.
+type replayRequest struct {
+	r       *Report
+	allowed bool
+	page    bool
+	client  netip.Addr
+	t       time.Time
+	counts  []throttle.Count
+	mk      engine.Mitigable
+	rules   []*rules.Rule
+	// The walk over mk: from is the rule index Next resumes at, -1 at the
+	// end; rules keyed alike match with the same key, so the key's
+	// presence is asked once per key.
+	started, known, has bool
+	from                int
+	lastKey             uint64
+	bits                int // the next of the report's scoreBits
+	// applied: a mitigation in force applied (one with ActionLog included).
+	applied bool
+}
+
+func (q *replayRequest) Allowlisted() bool { return q.allowed }
+
+// Cleared: a replay has no clearances.
+func (q *replayRequest) Cleared() bool { return false }
+
+func (q *replayRequest) PageView() bool { return q.page }
+
+// Count does nothing: the sequencer counts the request's log line, and
+// hands its trips to the store, before the verdict.
+func (q *replayRequest) Count() {}
+
+func (q *replayRequest) Throttle() throttle.Verdict {
+	if len(q.counts) == 0 {
+		return throttle.Verdict{}
+	}
+	return q.r.throttle(q.counts, q.client, q.t)
+}
+
+func (q *replayRequest) Next() (verdict.Mitigation, bool) {
+	r := q.r
+	if !q.started {
+		q.started = true
+		if len(r.entries) == 0 || !r.anyKey(q.mk.Keys()) {
+			q.from = -1
+		}
+	}
+	if q.from < 0 {
+		return q.nextScore()
+	}
+	for rule, key, ok := q.mk.Next(q.from); ok; rule, key, ok = q.mk.Next(rule + 1) {
+		if !q.known || key != q.lastKey {
+			w, b := keyBit(key)
+			if q.has = r.keyBits[w]&b != 0; q.has {
+				_, q.has = r.keyed[key]
+			}
+			q.lastKey, q.known = key, true
+		}
+		if !q.has {
+			continue
+		}
+		e := r.entries[reportKey{int32(rule), key}]
+		if e == nil || !q.t.Before(e.Expires) {
+			continue
+		}
+		e.Count++
+		e.LastSeen = q.t
+		q.applied = true
+		q.from = rule + 1
+		ru := q.rules[rule]
+		return verdict.Mitigation{Action: e.Action, Rule: e.Rule, Expires: e.Expires, Order: rule, Limit: ru.Requests, Window: ru.Period,
+			Fallback: ru.Challenge.Fallback}, true
+	}
+	q.from = -1
+	return q.nextScore()
+}
+
+// nextScore yields, after the rules' mitigations, the anomaly scores'
+// mitigations on the client's address or networks: like a manual
+// decision, such a mitigation covers every request of its scope.
+func (q *replayRequest) nextScore() (verdict.Mitigation, bool) {
+	r := q.r
+	if len(r.scores) == 0 || !q.client.IsValid() {
+		return verdict.Mitigation{}, false
+	}
+	ua := q.client.Unmap()
+	for q.bits < len(r.scoreBits) {
+		p, err := ua.Prefix(r.scoreBits[q.bits])
+		q.bits++
+		if err != nil {
+			continue
+		}
+		e := r.scores[p]
+		if e == nil || !q.t.Before(e.Expires) {
+			continue
+		}
+		e.Count++
+		e.LastSeen = q.t
+		q.applied = true
+		return verdict.Mitigation{Action: e.Action, Rule: e.Rule, Expires: e.Expires, Order: verdict.NoRule, Fallback: mitigation.ActionRateLimit}, true
+	}
+	return verdict.Mitigation{}, false
 }
 
 // anyKey reports whether a key of keys may be one of a mitigation: most

@@ -17,6 +17,7 @@ import (
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
@@ -108,6 +109,8 @@ type eventRef struct {
 	// allowed: the store's allowlist covers the request (only worked out
 	// for a report): the decision API would give it no action.
 	allowed bool
+	// page: the request is a page view (verdict.PageView; for a report).
+	page bool
 	// clo, chi: the request's throttle counts in batch.counts (a report
 	// that simulates throttle rules).
 	clo, chi uint32
@@ -327,7 +330,8 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 	}
 	go func() { wg.Wait(); close(done) }()
 
-	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now()}
+	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now(),
+		tripper: newTripper(cfg.Store, cfg.Report, cfg.Metrics, cfg.Logger)}
 	for b := range done {
 		s.pending[b.seq] = b
 		for {
@@ -374,8 +378,8 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 	p := cfg.Pipelines.Acquire()
 	b.p = p
 	b.m.Reset()
-	// What mitigation expressions matched is read only by a report's
-	// judge: the daemon's decision API evaluates them itself.
+	// What mitigation expressions matched is read only by a replay's
+	// verdicts: the daemon's decision API evaluates them itself.
 	b.m.CountOnly = cfg.Report == nil
 	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
 	b.counts = b.counts[:0]
@@ -447,7 +451,10 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	}
 	r := eventRef{t: ev.Time.UnixNano(), lo: lo, hi: uint32(len(b.m.Items)), client: ev.IP, mit: mit}
 	if cfg.Report != nil {
+		// What the sequencer's verdict reads of the request, worked out
+		// here, in parallel: the allowlist, a page view, throttle keys.
 		r.allowed = cfg.Store.Allowlisted(ev)
+		r.page = verdict.PageView(ev)
 		if w.limits != nil && !r.allowed {
 			// The decision API's count of the request: an allowlisted
 			// one is not counted.
@@ -472,9 +479,10 @@ type sequencer struct {
 	next      uint64
 	st        Stats
 	trips     []engine.Trip
+	tripper   *tripper
+	req       replayRequest
 	logged    int
 	lastWarn  time.Time // last malformed line logged
-	lastAdd   time.Time // last failed Add logged
 	lastSweep time.Time
 	newest    int64
 }
@@ -511,14 +519,19 @@ func (s *sequencer) apply(b *batch) {
 			storeNow = t
 		}
 		for i := range s.trips {
-			s.trip(p, &s.trips[i], storeNow)
+			s.tripper.trip(p, &s.trips[i], storeNow)
 		}
-		var tv *throttle.Verdict
-		if e.chi > e.clo {
-			tv = cfg.Report.throttle(b.counts[e.clo:e.chi], e.client, t)
-		}
-		if cfg.Report != nil && cfg.Report.judge(e.client, e.allowed, t, p.engine.Mitigable(&b.m, int(e.mit)), tv) {
-			s.st.Mitigated++
+		if rep := cfg.Report; rep != nil {
+			// The verdict on the request, as the decision API would give it
+			// with the mitigations in force after the request's own trips;
+			// the report observes it.
+			q := &s.req
+			*q = replayRequest{r: rep, allowed: e.allowed, page: e.page, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
+				mk: p.engine.Mitigable(&b.m, int(e.mit)), rules: rs}
+			rep.observe(e.client, t, verdict.Decide(q, t))
+			if q.applied {
+				s.st.Mitigated++
+			}
 		}
 	}
 	s.st.Malformed += b.bad
@@ -541,62 +554,4 @@ func (s *sequencer) apply(b *batch) {
 	if b.marked && cfg.Applied != nil {
 		cfg.Applied(b.mark, &s.st)
 	}
-}
-
-// trip hands a rule going over its limit to the store, unless the rule
-// already holds a mitigation on the scope that this trip would not extend by
-// a tenth of its timeout.
-func (s *sequencer) trip(p *Pipeline, tr *engine.Trip, now time.Time) {
-	cfg := s.cfg
-	if !tr.Expires.After(now) {
-		return // an old line from a backlog: the mitigation would already be over
-	}
-	if tr.Rule.AnomalyScore > 0 {
-		s.score(p.scoring, tr, now)
-	}
-	action := p.actions[tr.Index]
-	slack := tr.Rule.MitigationTimeout / 10
-	if cfg.Report != nil {
-		// A replay's report holds what its store holds, and nothing else
-		// deletes from that store.
-		if e := cfg.Report.entry(tr); e != nil && e.Action == action && e.Expires.Add(slack).After(tr.Expires) && e.Expires.After(now) {
-			e.record(e.Action, e.Expires) // what Report.trip does, without a second lookup
-			return
-		}
-	} else if held, ok := cfg.Store.LookupRule(scopeKey(tr), tr.Rule.Name, now); ok && held.Action == action && held.Expires.Add(slack).After(tr.Expires) {
-		return
-	}
-	sc := mitigation.Scope(tr.Scope()) // a fresh slice: the store may keep it
-	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: tr.Rule.Name, Action: action, Scope: sc, Expires: tr.Expires, Origin: mitigation.OriginRule}, now)
-	if err != nil {
-		if now.Sub(s.lastAdd) > 10*time.Second || now.Before(s.lastAdd) {
-			s.lastAdd = now
-			cfg.Logger.Warn("mitigation not added", "rule", tr.Rule.Name, "err", err)
-		}
-		return
-	}
-	if !ok {
-		return // allowlisted
-	}
-	cfg.Metrics.trip(tr.Rule.Name, action)
-	if cfg.Report != nil {
-		cfg.Report.trip(tr, m.Action, m.Expires)
-	} else if !m.Created.Before(now) {
-		cfg.Logger.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
-	}
-}
-
-// scopeKey is the store's key of a trip's scope, hashed from the key bytes
-// without building the scope. The enricher's values are already canonical;
-// should one not be, the lookup misses and Add, which canonicalises, merges.
-func scopeKey(tr *engine.Trip) uint64 {
-	var h mitigation.Hasher
-	h.Reset()
-	key := tr.KeyBytes
-	for _, c := range tr.Rule.Characteristics {
-		var v []byte
-		v, key = engine.NextKeyValue(key)
-		h.Write(c.String(), v)
-	}
-	return h.Sum64()
 }

@@ -30,7 +30,7 @@ var levelActions = [...]mitigation.Action{
 
 // score adds tr's points to the score of the client whose address is in
 // tr's key, and mitigates what reached a threshold.
-func (s *sequencer) score(sc Scoring, tr *engine.Trip, now time.Time) {
+func (t *tripper) score(sc Scoring, tr *engine.Trip, now time.Time) {
 	addr, ok := tripAddr(tr)
 	if !ok {
 		return
@@ -38,10 +38,10 @@ func (s *sequencer) score(sc Scoring, tr *engine.Trip, now time.Time) {
 	o := sc.Scorer.Add(addr, tr.Rule.Name, tr.Rule.AnomalyScore, tr.Time)
 	expires := tr.Time.Add(sc.Timeout)
 	if o.Client != scoring.LevelNone {
-		s.scoreMitigation(mitigation.Scope{{Name: "ip.src", Value: addr.String()}}, levelActions[o.Client], expires, sc.Timeout/10, now)
+		t.scoreMitigation(mitigation.Scope{{Name: "ip.src", Value: addr.String()}}, levelActions[o.Client], expires, sc.Timeout/10, now)
 	}
 	if o.Network != scoring.LevelNone {
-		s.scoreMitigation(mitigation.Scope{{Name: "ip.src.prefix", Value: o.Net.String()}}, levelActions[o.Network], expires, sc.Timeout/10, now)
+		t.scoreMitigation(mitigation.Scope{{Name: "ip.src.prefix", Value: o.Net.String()}}, levelActions[o.Network], expires, sc.Timeout/10, now)
 	}
 }
 
@@ -63,30 +63,22 @@ func tripAddr(tr *engine.Trip) (netip.Addr, bool) {
 // scoreMitigation adds a score's mitigation unless one as strong already
 // covers the scope long enough: a score that has decayed from a block to a
 // challenge leaves the block in place.
-func (s *sequencer) scoreMitigation(sc mitigation.Scope, action mitigation.Action, expires time.Time, slack time.Duration, now time.Time) {
-	cfg := s.cfg
+func (t *tripper) scoreMitigation(sc mitigation.Scope, action mitigation.Action, expires time.Time, slack time.Duration, now time.Time) {
 	if !expires.After(now) {
 		return
 	}
-	if held, ok := cfg.Store.LookupRule(sc.Key(), scoring.RuleName, now); ok && held.Expires.After(now) &&
+	if held, ok := t.store.LookupRule(sc.Key(), scoring.RuleName, now); ok && held.Expires.After(now) &&
 		(held.Action.Stronger(action) || held.Action == action && held.Expires.Add(slack).After(expires)) {
 		return
 	}
-	m, ok, err := cfg.Store.Add(mitigation.Mitigation{Rule: scoring.RuleName, Action: action, Scope: sc, Expires: expires, Origin: mitigation.OriginScore}, now)
+	m, ok, err := t.store.Add(mitigation.Mitigation{Rule: scoring.RuleName, Action: action, Scope: sc, Expires: expires, Origin: mitigation.OriginScore}, now)
 	if err != nil {
-		if now.Sub(s.lastAdd) > 10*time.Second || now.Before(s.lastAdd) {
-			s.lastAdd = now
-			cfg.Logger.Warn("mitigation not added", "rule", scoring.RuleName, "err", err)
-		}
+		t.addFailed(scoring.RuleName, err, now)
 		return
 	}
 	if !ok {
 		return // allowlisted
 	}
-	cfg.Metrics.trip(scoring.RuleName, action)
-	if cfg.Report != nil {
-		cfg.Report.scored(m)
-	} else if !m.Created.Before(now) {
-		cfg.Logger.Info("mitigation", "id", m.ID, "rule", m.Rule, "action", m.Action.String(), "scope", m.Scope.String(), "expires", m.Expires)
-	}
+	t.metrics.trip(scoring.RuleName, action)
+	t.held.scored(m, now)
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +61,8 @@ func TestReplayAnomalyScore(t *testing.T) {
 	var src lines
 	at := func(ip, path string, n int, from time.Time) {
 		for i := range n {
-			src = append(src, logLine(ip, path, 200, from.Add(time.Duration(i)*time.Second)))
+			// Page views (GET): a challenge is shown, not its fallback.
+			src = append(src, strings.Replace(logLine(ip, path, 200, from.Add(time.Duration(i)*time.Second)), `"POST `, `"GET `, 1))
 		}
 	}
 	const (

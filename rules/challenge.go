@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
-	"github.com/guardd/guardd/mitigation"
 )
 
 // Challenge is what a rule with action challenge asks of a client
@@ -22,7 +22,7 @@ type Challenge struct {
 	// Fallback answers a request that is never shown a page (a method other
 	// than GET or HEAD, or an Accept header without text/html):
 	// rate_limit (429 with Retry-After, the default), block or log.
-	Fallback mitigation.Action
+	Fallback action.Action
 }
 
 // ChallengeTier is the proof a challenge page asks for. Its String is a
@@ -71,7 +71,7 @@ var challengeFallbacks = []string{"rate_limit", "block", "log"}
 // challenge_fallback, which apply to action challenge only.
 func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 	keys := []string{"challenge_tier", "challenge_difficulty", "challenge_fallback"}
-	if r.Action != mitigation.ActionChallenge {
+	if r.Action != action.Challenge {
 		for _, k := range keys {
 			if _, ok := custom[k]; ok {
 				mr.fail(k, "applies to action challenge")
@@ -79,7 +79,7 @@ func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 		}
 		return
 	}
-	r.Challenge.Fallback = mitigation.ActionRateLimit
+	r.Challenge.Fallback = action.RateLimit
 	if v, ok := custom["challenge_tier"]; ok {
 		s, _ := v.(string)
 		t, err := ParseChallengeTier(strings.TrimSpace(s))
@@ -97,7 +97,7 @@ func (mr metaReader) challenge(custom map[string]any, r *Rule) {
 		}
 	}
 	if f := mr.choice(custom, "challenge_fallback", "rate_limit", challengeFallbacks); f != "" {
-		r.Challenge.Fallback, _ = mitigation.ParseAction(f)
+		r.Challenge.Fallback, _ = action.Parse(f)
 	}
 }
 
@@ -122,7 +122,7 @@ func (mr metaReader) anomalyScore(custom map[string]any, r *Rule) {
 	switch {
 	case n > MaxAnomalyScore:
 		mr.fail("anomaly_score", "%v: at most %d; a signal that strong should act itself (action: block)", n, MaxAnomalyScore)
-	case r.Action == mitigation.ActionThrottle:
+	case r.Action == action.Throttle:
 		mr.fail("anomaly_score", "not for action throttle: a throttle rule refuses requests one by one")
 	case !slices.ContainsFunc(r.Characteristics, func(c characteristics.Characteristic) bool { return c.String() == "ip.src" }):
 		mr.fail("anomaly_score", "the score is the client's: the rule's characteristics must include ip.src")

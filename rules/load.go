@@ -24,16 +24,16 @@ import (
 	"github.com/open-policy-agent/opa/v1/types"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting"
-	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules/builtin"
 )
 
 // Actions and algorithms a rule may name, in the order error messages list
 // them: the actions are mitigation's one list.
 var (
-	Actions    = mitigation.Names()
+	Actions    = action.Names()
 	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
 	// OnStoreErrors are the values of on_store_error (docs/fleet.md).
 	OnStoreErrors = []string{"open", "closed", "local"}
@@ -61,8 +61,8 @@ type Rule struct {
 	Period            time.Duration
 	MitigationTimeout time.Duration
 	Requests          float64                         // requests_per_period
-	Action            mitigation.Action               // one of Actions
-	Algorithm         string                          // from Algorithms
+	Action            action.Action                   // one of Actions
+	Algorithm         counting.Algorithm              // parsed once, at load
 	Score             *characteristics.Characteristic // nil = count 1 per request
 	// Distinct, when set, makes the rule count the distinct values of this
 	// characteristic per key (distinct paths per address) rather than
@@ -307,7 +307,7 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 		var line int
 		var why string
 		r.RequestTime, line, why = requestTimeWhy(src.module, r)
-		if r.Action == mitigation.ActionThrottle && !r.RequestTime {
+		if r.Action == action.Throttle && !r.RequestTime {
 			if line == 0 {
 				line = metaLine(src, strings.Fields(why)[0])
 			}
@@ -441,9 +441,10 @@ func parseRule(errs *errorList, src *source) *Rule {
 	}
 	r.MitigationTimeout = meta.duration(custom, "mitigation_timeout", DefaultMitigationTimeout)
 	if a := meta.choice(custom, "action", "", Actions); a != "" {
-		r.Action, _ = mitigation.ParseAction(a)
+		r.Action, _ = action.Parse(a)
 	}
-	r.Algorithm = meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms)
+	// choice has checked the name: Algorithms are counting's names.
+	r.Algorithm, _ = counting.ParseAlgorithm(meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms))
 	r.OnStoreError = meta.choice(custom, "on_store_error", "local", OnStoreErrors)
 	r.Score = meta.score(custom)
 	r.Distinct = meta.distinct(custom, r)
@@ -605,7 +606,7 @@ func (mr metaReader) number(custom map[string]any, key string) float64 {
 func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) {
 	if _, ok := custom["burst"]; ok {
 		r.Burst = mr.number(custom, "burst")
-		if r.Algorithm != "token_bucket" && r.Algorithm != "gcra" {
+		if r.Algorithm != counting.TokenBucket && r.Algorithm != counting.GCRA {
 			mr.fail("burst", "applies to algorithm token_bucket or gcra, not %s", r.Algorithm)
 		}
 	}
@@ -614,21 +615,21 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 		switch {
 		case !isBool:
 			mr.fail("shadow", "got %v; want true or false", v)
-		case r.Action != mitigation.ActionThrottle:
+		case r.Action != action.Throttle:
 			mr.fail("shadow", "applies to action throttle; to watch a detection rule without enforcing it, use action: log")
 		}
 		r.Shadow = b
 	}
 	if _, ok := custom["retry_jitter"]; ok {
 		r.RetryJitter = mr.duration(custom, "retry_jitter", 0)
-		if r.Action != mitigation.ActionThrottle {
+		if r.Action != action.Throttle {
 			mr.fail("retry_jitter", "applies to action throttle")
 		}
 	}
 	if _, ok := custom["concurrency"]; ok {
 		n := mr.number(custom, "concurrency")
 		switch {
-		case r.Action != mitigation.ActionThrottle:
+		case r.Action != action.Throttle:
 			mr.fail("concurrency", "applies to action throttle")
 		case n != math.Trunc(n) || n > 1<<20:
 			mr.fail("concurrency", "%v: want a whole number of requests in flight, at most %d", n, 1<<20)
@@ -638,7 +639,7 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 			r.Concurrency = int(n)
 		}
 	}
-	if r.Action != mitigation.ActionThrottle {
+	if r.Action != action.Throttle {
 		return
 	}
 	if _, ok := custom["windows"]; ok {
@@ -654,7 +655,7 @@ func (mr metaReader) throttle(custom map[string]any, r *Rule, mitigateLine int) 
 	if mitigateLine > 0 {
 		mr.errs.add(mr.src.file, mitigateLine, "a throttle rule refuses the requests its count expression counts; mitigate has no meaning for it")
 	}
-	if r.Algorithm == "sliding_log" && r.Requests > counting.MaxLogRequests {
+	if r.Algorithm == counting.SlidingLog && r.Requests > counting.MaxLogRequests {
 		mr.fail("requests_per_period", "%v: sliding_log keeps every event time and accepts at most %d; use sliding_window, token_bucket or gcra", r.Requests, counting.MaxLogRequests)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/mitigation"
 )
 
@@ -101,7 +102,7 @@ func TestLoadGood(t *testing.T) {
 	want := Rule{
 		Name: "slow_upstream", Title: "Slow upstream per API key", File: "slow_upstream.good.rego",
 		Period: time.Minute, MitigationTimeout: 5 * time.Minute, Requests: 30,
-		Action: mitigation.ActionRateLimit, Algorithm: "token_bucket",
+		Action: mitigation.ActionRateLimit, Algorithm: counting.TokenBucket,
 	}
 	if su.Name != want.Name || su.Title != want.Title || su.File != want.File || su.Period != want.Period ||
 		su.MitigationTimeout != want.MitigationTimeout || su.Requests != want.Requests ||
@@ -121,7 +122,7 @@ func TestLoadGood(t *testing.T) {
 	if hc == nil || hc.Native || len(hc.Fallback) == 0 || !strings.Contains(hc.Fallback[0], "object.get") {
 		t.Errorf("header_count = %+v, want a fallback naming object.get", hc)
 	}
-	if hc != nil && (hc.Algorithm != DefaultAlgorithm || hc.MitigationTimeout != DefaultMitigationTimeout || hc.Title != "Requests with few headers") {
+	if hc != nil && (hc.Algorithm != counting.SlidingWindow || hc.MitigationTimeout != DefaultMitigationTimeout || hc.Title != "Requests with few headers") {
 		t.Errorf("header_count defaults = %+v", hc)
 	}
 }

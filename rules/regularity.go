@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/counting"
-	"github.com/guardd/guardd/mitigation"
 )
 
 // Regularity is a rule's regularity: metadata: the rule trips only when the
@@ -52,7 +52,7 @@ func (mr metaReader) regularity(custom map[string]any, r *Rule) *Regularity {
 	} else {
 		g.MaxCV = c
 	}
-	if r.Action == mitigation.ActionThrottle {
+	if r.Action == action.Throttle {
 		mr.fail("regularity", "not for action throttle: a throttle rule admits or refuses each request on its count")
 	}
 	if len(*mr.errs) > n {

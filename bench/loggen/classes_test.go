@@ -12,9 +12,9 @@ import (
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/config"
-	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/pipeline/replay"
 )
 
 // TestClasses replays a labelled log of every attacker and benign class

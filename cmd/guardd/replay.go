@@ -18,11 +18,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/guardd/guardd/config"
-	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/ingest/sniff"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/pipeline/replay"
 	"github.com/guardd/guardd/report"
 )
 

@@ -209,7 +209,7 @@ type ruleJSON struct {
 
 func ruleJSONOf(r *rules.Rule, file string) ruleJSON {
 	j := ruleJSON{Rule: r.Name, Title: r.Title, Characteristics: []string{}, PeriodSeconds: r.Period.Seconds(), RequestsPerPeriod: r.Requests,
-		Action: r.Action.String(), MitigationTimeoutSeconds: r.MitigationTimeout.Seconds(), Algorithm: r.Algorithm,
+		Action: r.Action.String(), MitigationTimeoutSeconds: r.MitigationTimeout.Seconds(), Algorithm: r.Algorithm.String(),
 		Evaluation: "native", Counted: "log", File: file, Line: r.Line}
 	for _, c := range r.Characteristics {
 		j.Characteristics = append(j.Characteristics, c.String())

@@ -183,13 +183,21 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return fail(err)
 	}
+	// The sniffer's fingerprints join both the decide requests and the log
+	// lines (by address and port), so a tls.ja4 mitigation applies at the
+	// decision API as a replay judges it.
+	var join decision.Joiner
+	if len(cfg.Fingerprint.Interfaces) > 0 {
+		d.join = sniff.NewJoin(cfg.Fingerprint.JoinTTL, 0)
+		join = d.join
+	}
 	// The holder is the decision API's enricher: a reload reaches it, and a
 	// MaxMind reader is closed only once no decision uses it.
 	gate, err := newChallengeGate(cfg, d.store, reg, logger)
 	if err != nil {
 		return fail(err)
 	}
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Shadow: sb, Counter: counter,
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Join: join, Shadow: sb, Counter: counter,
 		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: reg, Logger: logger})
 	if err != nil {
 		return fail(err)
@@ -208,9 +216,6 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	}
 	if err := d.buildOutputs(cfg); err != nil {
 		return fail(err)
-	}
-	if len(cfg.Fingerprint.Interfaces) > 0 {
-		d.join = sniff.NewJoin(cfg.Fingerprint.JoinTTL, 0)
 	}
 	var start *tail.Position
 	if start, err = tail.LoadCheckpoint(d.checkpointPath()); err != nil {

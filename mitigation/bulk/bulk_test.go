@@ -30,7 +30,7 @@ func TestRead(t *testing.T) {
 		{"jsonl value and duration", JSONLines, `{"value":"2001:db8::/64","duration":"30m","action":"firewall","reason":"abuse"}`, "ip.src.prefix=2001:db8::/64 firewall import: abuse 18:30", ""},
 		{"jsonl multi scope", JSONLines, `{"scope":{"http.cookies[\"session\"]":"x","http.path":"/login"}}`, `http.cookies["session"]=x http.path=/login block import 19:00`, ""},
 		{"jsonl unknown field", JSONLines, "\n" + `{"ip":"203.0.113.7"}`, "", `line 2: json: unknown field "ip"`},
-		{"jsonl bad action", JSONLines, `{"value":"203.0.113.7","action":"ban"}`, "", "line 1: mitigation: unknown action \"ban\""},
+		{"jsonl bad action", JSONLines, `{"value":"203.0.113.7","action":"ban"}`, "", "line 1: action: unknown action \"ban\""},
 		{"jsonl past", JSONLines, `{"value":"203.0.113.7","expires":"2020-01-01T00:00:00Z"}`, "", "line 1: expires 2020-01-01T00:00:00Z is not after now"},
 		{"jsonl both", JSONLines, `{"value":"203.0.113.7","scope":{"ip.src":"203.0.113.8"}}`, "", "both scope and value"},
 		{"csv export form", CSV, "id,rule,action,scope,created,expires,origin\n1,manual,block,\"{\"\"ip.src\"\":\"\"203.0.113.7\"\"}\",2026-11-25T17:00:00Z,2026-11-25T21:00:00Z,api\n", "ip.src=203.0.113.7 block manual 21:00", ""},

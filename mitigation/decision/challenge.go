@@ -10,6 +10,7 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision/http1"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 )
 
@@ -17,37 +18,6 @@ import (
 // request, for the clearance cookie's Secure attribute (docs/nginx.md's
 // @guardd location sets it to $scheme).
 const HeaderForwardedProto = "X-Forwarded-Proto"
-
-// Clearer checks a challenged client's clearance; *challenge.Gate is one.
-type Clearer interface {
-	Cleared(ev *characteristics.Event, now time.Time) bool
-}
-
-// PageView reports whether a request may be shown a challenge page: a GET
-// or HEAD whose Accept header names text/html. Anything else (an API call,
-// a form post, a feed reader, a webhook) gets the rule's
-// challenge_fallback instead (DESIGN.md "Challenges").
-func PageView(ev *characteristics.Event) bool {
-	if ev.Method != "GET" && ev.Method != "HEAD" {
-		return false
-	}
-	for i := range ev.Headers {
-		if ev.Headers[i].Name == "accept" {
-			return containsFold(ev.Headers[i].Value, "text/html")
-		}
-	}
-	return false
-}
-
-// containsFold is strings.Contains ignoring ASCII case, without allocating.
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
-}
 
 // challengeOf is the rule's challenge settings, the defaults for a
 // mitigation no loaded rule made (a manual challenge).
@@ -58,24 +28,16 @@ func (st *ruleState) challengeOf(rule string) rules.Challenge {
 	return rules.Challenge{Fallback: mitigation.ActionRateLimit}
 }
 
-// answerChallenge turns a challenge decision into what the client gets: a
-// request that is not a page view gets the rule's fallback; a page view
-// gets a signed challenge for the page, unless its address has been shown
-// too many without passing (then a block). Without a Gate, a challenge is
-// answered by its fallback.
+// answerChallenge turns a page view's challenge (verdict.Decide has given
+// any other request the rule's fallback) into what the client gets: a
+// signed challenge for the page, unless its address has been shown too
+// many without passing (then a block). Without a Gate there is no page:
+// /v1/respond answers the challenge as the default fallback, 429.
 func (h *Handler) answerChallenge(ev *characteristics.Event, d Decision, st *ruleState, s *scratch, now time.Time) Decision {
-	ch := st.challengeOf(d.Rule)
-	if h.gate == nil || !PageView(ev) {
-		switch ch.Fallback {
-		case mitigation.ActionLog:
-			return Decision{Allow: true}
-		case mitigation.ActionBlock:
-			d.Action = mitigation.ActionBlock
-		default:
-			d.Action = mitigation.ActionRateLimit
-		}
+	if h.gate == nil {
 		return d
 	}
+	ch := st.challengeOf(d.Rule)
 	if h.gate.Shown(ev, d.Rule, now) {
 		d.Action = mitigation.ActionBlock
 		return d
@@ -101,10 +63,10 @@ func requestURI(ev *characteristics.Event, s *scratch) string {
 // anything else is a new challenge for the same return URL.
 func (h *Handler) decideReserved(ev *characteristics.Event, s *scratch, now time.Time) Decision {
 	if ev.Path != challenge.SolvePath || (ev.Method != "GET" && ev.Method != "HEAD") {
-		return Decision{Action: mitigation.ActionBlock, Reserved: true}
+		return Decision{Decision: verdict.Decision{Action: mitigation.ActionBlock}, Reserved: true}
 	}
 	o := h.gate.Solve(ev, now)
-	d := Decision{Action: mitigation.ActionChallenge, Rule: o.Rule, Retry: time.Second}
+	d := Decision{Decision: verdict.Decision{Action: mitigation.ActionChallenge, Rule: o.Rule, Retry: time.Second}}
 	switch {
 	case o.Reason == challenge.ReasonOK:
 		s.tok = append(s.tok[:0], o.Clearance...)

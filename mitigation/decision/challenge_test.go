@@ -152,7 +152,10 @@ func TestChallengeFlow(t *testing.T) {
 		{"no clearance", "192.0.2.11", "GET", "/", browserUA, htmlAccept, "", "page"},
 		{"POST gets the fallback", "192.0.2.11", "POST", "/search", browserUA, htmlAccept, "", "rate_limit"},
 		{"JSON gets the fallback", "192.0.2.11", "GET", "/api/items", browserUA, "application/json", "", "rate_limit"},
-		{"no Accept gets the fallback", "192.0.2.11", "GET", "/", "curl/8.5.0", "", "", "rate_limit"},
+		{"curl's Accept gets the fallback", "192.0.2.11", "GET", "/", "curl/8.5.0", "*/*", "", "rate_limit"},
+		// As a log line has no Accept: replay and the decision API judge
+		// it alike (verdict.PageView).
+		{"no Accept header is a page view", "192.0.2.11", "GET", "/", "curl/8.5.0", "", "", "page"},
 		{"block fallback", "198.51.100.5", "POST", "/", browserUA, "", "", "block"},
 		{"not challenged", "203.0.113.1", "GET", "/", "curl/8.5.0", "*/*", "", "allow"},
 		{"reserved path", "203.0.113.1", "GET", "/.guardd/other", browserUA, htmlAccept, "", "block"},
@@ -207,7 +210,7 @@ func TestChallengeRespond(t *testing.T) {
 		return get(t, "GET", url+"/v1/respond", hd)
 	}
 	d := decideNow(t, h, browserReq("192.0.2.10", "GET", "/search?q=books", browserUA, htmlAccept, ""), at)
-	resp, body := page(d.encode(), "/search?q=books")
+	resp, body := page(encode(d), "/search?q=books")
 	if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("page: %d %v", resp.StatusCode, resp.Header)
 	}
@@ -218,7 +221,7 @@ func TestChallengeRespond(t *testing.T) {
 	sd := decideNow(t, h, browserReq("192.0.2.10", "GET", uri, browserUA, htmlAccept, ""), at)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ := http.NewRequest("GET", url+"/v1/respond", nil)
-	req.Header.Set(HeaderDecision, sd.encode())
+	req.Header.Set(HeaderDecision, encode(sd))
 	req.Header.Set(HeaderURI, uri)
 	req.Header.Set(HeaderForwardedProto, "https")
 	resp, err := client.Do(req)
@@ -247,11 +250,11 @@ func TestChallengeRespond(t *testing.T) {
 	}
 	// The fallback and the cookie tier.
 	fb := decideNow(t, h, browserReq("192.0.2.11", "POST", "/search", browserUA, htmlAccept, ""), at)
-	if resp, _ := page(fb.encode(), "/search"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+	if resp, _ := page(encode(fb), "/search"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("fallback: %d %v", resp.StatusCode, resp.Header)
 	}
 	ck := decideNow(t, h, browserReq("198.51.100.5", "GET", "/x", browserUA, htmlAccept, ""), at)
-	resp, body = page(ck.encode(), "/x")
+	resp, body = page(encode(ck), "/x")
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("cookie tier: %d\n%s", resp.StatusCode, body)
 	}
@@ -260,7 +263,7 @@ func TestChallengeRespond(t *testing.T) {
 	if late.Action != mitigation.ActionChallenge || late.Solved || len(late.Token) == 0 {
 		t.Fatalf("expired solve: %+v", late)
 	}
-	if resp, body := page(late.encode(), uri); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `data-return="/search?q=books"`) {
+	if resp, body := page(encode(late), uri); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `data-return="/search?q=books"`) {
 		t.Errorf("re-challenge: %d\n%s", resp.StatusCode, body)
 	}
 }
@@ -416,7 +419,7 @@ func FuzzChallengeDecide(f *testing.F) {
 		if err != nil || d.Allow {
 			return
 		}
-		enc := d.encode()
+		enc := encode(d)
 		p, err := parseDecision(enc)
 		if err != nil {
 			t.Fatalf("decision %q does not parse: %v", enc, err)

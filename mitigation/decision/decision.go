@@ -20,6 +20,7 @@ import (
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/mitigation/throttle"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/shadowban"
 )
@@ -45,7 +46,9 @@ const (
 
 // Store is what the handler needs of the mitigation table.
 type Store interface {
-	Lookup(key uint64, now time.Time) (mitigation.Mitigation, bool)
+	// LookupAll appends the mitigations in force at now on the scope
+	// whose key is key, one per rule.
+	LookupAll(key uint64, now time.Time, dst []mitigation.Mitigation) []mitigation.Mitigation
 	Shapes() []mitigation.Shape
 	// Allowlisted reports whether the request's client must receive no
 	// action, whatever the scope of the mitigations its keys would find.
@@ -66,12 +69,23 @@ type Enricher interface {
 	Enrich(e *characteristics.Event)
 }
 
+// Joiner attaches the fingerprints sniffed from a request's connection
+// (TLS: JA3, JA4 ...) to its event, by client address and port;
+// *sniff.Join is one, shared with the log pipeline.
+type Joiner interface {
+	Enrich(e *characteristics.Event) bool
+}
+
 // Config configures a Handler.
 type Config struct {
 	Store    Store                // required
 	Rules    *rules.Set           // rules whose mitigation expressions apply; may be replaced with SetRules
 	Enricher Enricher             // nil: prefixes only
+	Join     Joiner               // nil: no sniffed fingerprints (tls.ja4 ... unknown)
 	Shadow   *shadowban.Responder // nil: an empty JSON 200
+	// Clearances, if set, checks the clearance of a request a challenge
+	// covers: a cleared request is not challenged. nil: none is cleared.
+	Clearances verdict.Clearances
 	// Counter, if set, counts each decide request before its mitigations
 	// are looked up, so the request that trips a rule is already
 	// mitigated. nil: requests are counted from the log only.
@@ -101,8 +115,10 @@ type Handler struct {
 	store    Store
 	state    atomic.Pointer[ruleState]
 	enricher Enricher
+	join     Joiner
 	shadow   *shadowban.Responder
 	counter  Counter
+	clear    verdict.Clearances
 	limiter  *throttle.Limiter
 	gate     *challenge.Gate
 	now      func() time.Time
@@ -127,6 +143,7 @@ type scratch struct {
 	hdr []byte // a header value
 	tok []byte // a challenge or clearance token
 	uri []byte // the request's URI, for a challenge's return URL
+	req request
 }
 
 // New validates cfg.
@@ -137,7 +154,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.ShedAfter < 0 {
 		return nil, errors.New("decision: negative ShedAfter")
 	}
-	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, shadow: cfg.Shadow, counter: cfg.Counter, gate: cfg.Challenge, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
+	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, join: cfg.Join, shadow: cfg.Shadow, counter: cfg.Counter, clear: cfg.Clearances, gate: cfg.Challenge, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
+	if h.clear == nil && cfg.Challenge != nil {
+		h.clear = cfg.Challenge // a passed challenge's clearance
+	}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -215,19 +235,10 @@ func (h *Handler) ServeHTTP1(w *http1.Response, r *http1.Request) {
 	}
 }
 
-// Decision is what /v1/decide concluded.
+// Decision is what /v1/decide concluded: verdict.Decide's answer and, for
+// a challenge, what the page or the solve endpoint needs.
 type Decision struct {
-	Action  mitigation.Action // ActionLog means allow
-	Allow   bool
-	Rule    string
-	Retry   time.Duration // until the mitigation ends, or the throttle admits
-	Limit   float64       // the rule's requests per window, for RateLimit-Policy
-	Window  time.Duration
-	Shed    bool
-	Expires time.Time
-	// Throttle is what the throttle rules said: when Matched on an allowed
-	// request, its RateLimit headers go on the answer.
-	Throttle throttle.Verdict
+	verdict.Decision
 	// Token is, for a challenge, the signed challenge for the page (Tier,
 	// Difficulty) or, when Solved, the clearance to set. It aliases the
 	// scratch space of the request.
@@ -235,8 +246,8 @@ type Decision struct {
 	Tier       rules.ChallengeTier
 	Difficulty int
 	Solved     bool
-	// Reserved: a request under challenge.PathPrefix that is not the solve
-	// endpoint; answered 404.
+	// Reserved: a request under challenge.PathPrefix that is not the
+	// solve endpoint; answered 404.
 	Reserved bool
 }
 
@@ -245,7 +256,7 @@ func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 	s := h.pool.Get().(*scratch)
 	defer h.pool.Put(s)
 	if start.Sub(r.Received) > h.shed {
-		h.deny(w, Decision{Shed: true, Retry: time.Second}, s)
+		h.deny(w, Decision{Decision: verdict.Decision{Shed: true, Retry: time.Second}}, s)
 		h.m.observe(outcomeShed, start)
 		return
 	}
@@ -287,7 +298,7 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	ev := &s.ev
 	ev.Reset()
 	if err := h.readRequest(r, ev); err != nil {
-		return Decision{Allow: true}, err
+		return Decision{Decision: verdict.Decision{Allow: true}}, err
 	}
 	ev.Time = now
 	ev.Source = characteristics.SourceDecision
@@ -295,80 +306,107 @@ func (h *Handler) Decide(r *http1.Request, s *scratch, now time.Time) (Decision,
 	if h.gate != nil && strings.HasPrefix(ev.Path, challenge.PathPrefix) {
 		return h.decideReserved(ev, s, now), nil
 	}
-	if h.store.Allowlisted(ev) {
-		// Never an action for an allowlisted client, whatever the scope
-		// (country, ASN, user agent ...), and no request-time count.
-		return Decision{Allow: true}, nil
+	if h.join != nil {
+		h.join.Enrich(ev)
 	}
-	if h.counter != nil {
-		h.counter.CountRequest(ev)
+	s.req = request{h: h, st: h.state.Load(), s: s, now: now, found: s.req.found[:0]}
+	d := Decision{Decision: verdict.Decide(&s.req, now)}
+	if !d.Allow && d.Action == mitigation.ActionChallenge {
+		// A page view under a challenge, without a clearance: the page.
+		d = h.answerChallenge(ev, d, s.req.st, s, now)
 	}
-	st := h.state.Load()
-	// The rules' mitigation expressions matter only for a request whose key
-	// has a rule's mitigation: evaluated then, once. Most requests have no
-	// mitigation at all and skip them. Throttle rules need their count
-	// expressions on every request: only theirs are evaluated then.
-	evaluated := false
-	var tv throttle.Verdict
-	if st.limits != nil {
-		st.limits.Set().Eval(ev, &s.mt)
-		tv, s.buf = st.limits.Decide(ev, &s.mt, now, s.buf)
-	}
-	best := Decision{Allow: true}
-	var bestM mitigation.Mitigation
-	for _, sh := range h.store.Shapes() {
-		key, buf, ok := sh.Key(ev, s.buf[:0])
-		s.buf = buf
-		if !ok {
-			continue
-		}
-		m, found := h.store.Lookup(key, now)
-		if !found || m.Action == mitigation.ActionLog {
-			continue
-		}
-		if m.Origin == mitigation.OriginRule {
-			// A rule's mitigation applies only to requests its mitigation
-			// expression matches.
-			ri, known := st.index[m.Rule]
-			if known && !evaluated {
-				st.set.Eval(ev, &s.m)
-				evaluated = true
-			}
-			if known && !s.m.Mitigate(ri) {
-				continue
-			}
-		}
-		if m.Action == mitigation.ActionChallenge && h.gate != nil && h.gate.Cleared(ev, now) {
-			continue // a passed challenge; the other mitigations still apply
-		}
-		if best.Allow || m.Action.Stronger(bestM.Action) {
-			bestM = m
-			best = Decision{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Retry: m.Expires.Sub(now)}
-			if ri, known := st.index[m.Rule]; known {
-				best.Limit, best.Window = st.rules[ri].Requests, st.rules[ri].Period
-			}
-		}
-	}
-	if !best.Allow && best.Action == mitigation.ActionChallenge {
-		best = h.answerChallenge(ev, best, st, s, now)
-	}
-	if tv.Shed && best.Allow {
-		// The server protecting itself: a 503, unless a mitigation answers.
-		best = Decision{Shed: true, Retry: tv.Retry}
-	}
-	if tv.Refused && (best.Allow || mitigation.ActionThrottle.Stronger(bestM.Action)) {
-		r := tv.Rule
-		best = Decision{Action: mitigation.ActionThrottle, Rule: r.Name, Retry: time.Duration(tv.RetrySeconds()) * time.Second,
-			Limit: r.Requests, Window: r.Period}
-		if r.Concurrency > 0 { // a policy of requests in flight: no window
-			best.Limit, best.Window = float64(r.Concurrency), 0
-		}
-	}
-	best.Throttle = tv
-	if !best.Allow {
+	if !d.Allow {
 		h.limiter.Denied(ev)
 	}
-	return best, nil
+	return d, nil
+}
+
+// request is a decide request as verdict.Decide reads the tables in force:
+// the store through the scope shapes it holds, the rules' mitigation
+// expressions evaluated once, when a key has a rule's mitigation (most
+// requests have no mitigation at all and skip them). Throttle rules need
+// their count expressions on every request: only theirs are evaluated then.
+type request struct {
+	h         *Handler
+	st        *ruleState
+	s         *scratch
+	now       time.Time
+	shapes    []mitigation.Shape      // read at the first Next: after Count, whose trip may add a shape
+	shape     int                     // the next shape to look up
+	found     []mitigation.Mitigation // on the key of the shape looked up last
+	next      int                     // in found
+	evaluated bool                    // s.m holds the rules' matches
+}
+
+func (r *request) Allowlisted() bool { return r.h.store.Allowlisted(&r.s.ev) }
+
+func (r *request) Count() {
+	if r.h.counter != nil {
+		r.h.counter.CountRequest(&r.s.ev)
+	}
+}
+
+func (r *request) Throttle() throttle.Verdict {
+	var tv throttle.Verdict
+	if limits := r.st.limits; limits != nil {
+		s := r.s
+		limits.Set().Eval(&s.ev, &s.mt)
+		tv, s.buf = limits.Decide(&s.ev, &s.mt, r.now, s.buf)
+	}
+	return tv
+}
+
+func (r *request) Cleared() bool {
+	return r.h.clear != nil && r.h.clear.Cleared(&r.s.ev, r.now)
+}
+
+func (r *request) PageView() bool { return verdict.PageView(&r.s.ev) }
+
+func (r *request) Next() (verdict.Mitigation, bool) {
+	s, st := r.s, r.st
+	if r.shape == 0 && r.shapes == nil {
+		r.shapes = r.h.store.Shapes()
+	}
+	for {
+		for r.next < len(r.found) {
+			m := &r.found[r.next]
+			r.next++
+			if m.Action == mitigation.ActionLog {
+				continue
+			}
+			ri, known := st.index[m.Rule]
+			if known && m.Origin == mitigation.OriginRule {
+				// A rule's mitigation applies only to requests its
+				// mitigation expression matches.
+				if !r.evaluated {
+					st.set.Eval(&s.ev, &s.m)
+					r.evaluated = true
+				}
+				if !s.m.Mitigate(ri) {
+					continue
+				}
+			}
+			v := verdict.Mitigation{Action: m.Action, Rule: m.Rule, Expires: m.Expires, Order: verdict.NoRule, Fallback: mitigation.ActionRateLimit}
+			if known {
+				ru := st.rules[ri]
+				v.Order, v.Limit, v.Window = ri, ru.Requests, ru.Period
+				if ru.Action == mitigation.ActionChallenge {
+					v.Fallback = ru.Challenge.Fallback
+				}
+			}
+			return v, true
+		}
+		if r.shape >= len(r.shapes) {
+			return verdict.Mitigation{}, false
+		}
+		sh := r.shapes[r.shape]
+		r.shape++
+		key, buf, ok := sh.Key(&s.ev, s.buf[:0])
+		s.buf = buf
+		if ok {
+			r.found, r.next = r.h.store.LookupAll(key, r.now, r.found[:0]), 0
+		}
+	}
 }
 
 // readRequest fills ev from the auth subrequest.
@@ -456,15 +494,15 @@ func appendCookies(dst []characteristics.Field, v string) []characteristics.Fiel
 
 // deny answers 401 with the decision for nginx to pass to /v1/respond.
 func (h *Handler) deny(w *http1.Response, d Decision, s *scratch) {
-	s.buf = d.appendEncoded(s.buf[:0])
+	s.buf = appendEncoded(s.buf[:0], d)
 	w.AddHeader(HeaderDecision, s.buf)
 	w.SetStatus(http.StatusUnauthorized)
 }
 
 // encode writes the decision as "action;retry=N;rule=NAME;q=LIMIT;w=SECONDS".
-func (d Decision) encode() string { return string(d.appendEncoded(nil)) }
+func encode(d Decision) string { return string(appendEncoded(nil, d)) }
 
-func (d Decision) appendEncoded(b []byte) []byte {
+func appendEncoded(b []byte, d Decision) []byte {
 	action := d.Action.String()
 	switch {
 	case d.Shed:
@@ -522,10 +560,15 @@ func retrySeconds(d time.Duration) int64 {
 }
 
 type parsedDecision struct {
-	action, rule string
-	retry        int64
-	q            string
-	w            int64
+	action mitigation.Action
+	shed   bool
+	// reserved: a request under challenge.PathPrefix that is not the
+	// solve endpoint; answered 404.
+	reserved bool
+	rule     string
+	retry    int64
+	q        string
+	w        int64
 	// A challenge's: the token (a challenge, or the clearance when solved).
 	token      string
 	solved     bool
@@ -536,11 +579,19 @@ type parsedDecision struct {
 func parseDecision(s string) (parsedDecision, error) {
 	var p parsedDecision
 	parts := strings.Split(s, ";")
-	p.action = parts[0]
-	switch p.action {
-	case "block", "firewall", "rate_limit", "throttle", "shadowban", "challenge", "clearance", "reserved", "shed":
+	switch parts[0] {
+	case "shed":
+		p.shed = true
+	case "reserved":
+		p.reserved = true
+	case "clearance":
+		p.action = mitigation.ActionChallenge // solved: k= must follow
 	default:
-		return p, fmt.Errorf("decision: unknown action %q", p.action)
+		a, err := mitigation.ParseAction(parts[0])
+		if err != nil || a == mitigation.ActionLog {
+			return p, fmt.Errorf("decision: unknown action %q", parts[0])
+		}
+		p.action = a
 	}
 	for _, kv := range parts[1:] {
 		k, v, _ := strings.Cut(kv, "=")
@@ -583,7 +634,7 @@ func parseDecision(s string) (parsedDecision, error) {
 			p.difficulty = n
 		}
 	}
-	if p.action == "clearance" && !p.solved {
+	if parts[0] == "clearance" && !p.solved {
 		return p, errors.New("decision: clearance without k")
 	}
 	return p, nil
@@ -607,21 +658,32 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 		uri = r.Target
 	}
 	hd := w.Header()
-	if p.action != "shadowban" {
+	if p.action != mitigation.ActionShadowBan {
 		// A refusal must not be cached; a shadow-ban answer carries only
 		// what the application's would (see shadowban.Config.Headers).
 		hd.Set("Cache-Control", "no-store")
 	}
 	retry := strconv.FormatInt(p.retry, 10)
-	if (p.action == "challenge" || p.action == "clearance") && h.respondChallenge(w, r, p, uri) {
+	if p.shed {
+		hd.Set("Retry-After", retry)
+		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	if p.reserved {
+		http.NotFound(w, nil)
+		return
+	}
+	if p.action == mitigation.ActionChallenge && h.respondChallenge(w, r, p, uri) {
+		return
+	}
+	if p.solved { // a clearance without a Gate to set it
+		http.Error(w, "Forbidden", http.StatusForbidden)
 		return
 	}
 	switch p.action {
-	case "reserved":
-		http.NotFound(w, nil)
-	case "block", "firewall", "clearance":
+	case mitigation.ActionBlock, mitigation.ActionFirewall:
 		http.Error(w, "Forbidden", http.StatusForbidden)
-	case "rate_limit", "throttle", "challenge":
+	case mitigation.ActionRateLimit, mitigation.ActionThrottle, mitigation.ActionChallenge:
 		// A challenge without a page (no challenge.Gate) is answered as
 		// its default fallback; see DESIGN.md "Challenges".
 		// draft-ietf-httpapi-ratelimit-headers-11: the current state
@@ -635,10 +697,7 @@ func (h *Handler) respond(w *http1.Response, r *http1.Request) {
 			hd.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%s`, policyName(p.rule), p.q))
 		}
 		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
-	case "shed":
-		hd.Set("Retry-After", retry)
-		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
-	case "shadowban":
+	case mitigation.ActionShadowBan:
 		path, _, _ := strings.Cut(uri, "?")
 		h.shadow.Write(w, method, path, h.now())
 	}

@@ -255,17 +255,15 @@ func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
 			rs.rules = append(rs.rules, lr)
 			continue
 		}
-		alg, err := counting.ParseAlgorithm(r.Algorithm)
-		if err != nil {
-			return nil, fmt.Errorf("throttle: rule %s: %w", r.Name, err)
-		}
-		lim := counting.Limit{Algorithm: alg, Period: r.Period, Requests: r.Requests, Burst: r.Burst}
+		lim := counting.Limit{Algorithm: r.Algorithm, Period: r.Period, Requests: r.Requests, Burst: r.Burst}
 		lr := limitRule{index: i, rule: r, limit: lim, shadow: r.Shadow || l.cfg.Shadow, jitter: int64(r.RetryJitter),
 			name: PolicyName(r.Name), m: l.m.rule(r.Name)}
 		if old := l.last.find(r.Name); old != nil && old.counter != nil && old.limit == lim {
 			lr.counter = old.counter
-		} else if lr.counter, err = l.newCounter(r, lim); err != nil {
+		} else if c, err := l.newCounter(r, lim); err != nil {
 			return nil, fmt.Errorf("throttle: rule %s: %w", r.Name, err)
+		} else {
+			lr.counter = c
 		}
 		lr.policy = AppendPolicy(nil, lr.name, lim)
 		rs.rules = append(rs.rules, lr)

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/guardd/guardd/action"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting"
-	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 )
 
@@ -113,7 +113,7 @@ func (e *Engine) planKeys() {
 	e.keyed = make([]uint64, e.words)
 	for i, r := range e.rules {
 		e.plan[i] = rulePlan{group: -1, distinct: -1, score: r.Score}
-		if r.Action == mitigation.ActionThrottle {
+		if r.Action == action.Throttle {
 			continue
 		}
 		key := make([]int32, len(r.Characteristics))
@@ -147,11 +147,8 @@ func New(cfg Config) (*Engine, error) {
 	rs := cfg.Rules.Rules()
 	e := &Engine{set: cfg.Rules, rules: rs, counters: make([]Counter, len(rs)), distinct: make([]DistinctCounter, len(rs)), countOnly: cfg.CountOnly}
 	for i, r := range rs {
-		alg, err := counting.ParseAlgorithm(r.Algorithm)
-		if err != nil {
-			return nil, fmt.Errorf("engine: rule %s: %w", r.Name, err)
-		}
-		if r.Action == mitigation.ActionThrottle {
+		alg := r.Algorithm
+		if r.Action == action.Throttle {
 			continue // no counter here: the decision API counts it (Prepare skips it)
 		}
 		if err := e.newRegular(i, r, cfg.MaxKeys); err != nil {

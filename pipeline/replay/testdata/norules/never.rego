@@ -2,7 +2,7 @@
 # title: never
 # description: >-
 #   Counts nothing: replaying with this rule alone (--no-builtin --rules
-#   ingest/replay/testdata/norules) measures the replay path around rule
+#   pipeline/replay/testdata/norules) measures the replay path around rule
 #   evaluation (reading, parsing, enrichment, sequencing), as
 #   BenchmarkReplayNoRules does.
 # custom:

@@ -1,31 +1,31 @@
-package mitigation
+package action
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestParseAction(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		in      string
 		want    Action
 		wantErr bool
 	}{
-		{"log", ActionLog, false},
-		{"block", ActionBlock, false},
-		{"rate_limit", ActionRateLimit, false},
-		{"shadowban", ActionShadowBan, false},
-		{"firewall", ActionFirewall, false},
-		{"throttle", ActionThrottle, false},
-		{"challenge", ActionChallenge, false},
+		{"log", Log, false},
+		{"block", Block, false},
+		{"rate_limit", RateLimit, false},
+		{"shadowban", ShadowBan, false},
+		{"firewall", Firewall, false},
+		{"throttle", Throttle, false},
+		{"challenge", Challenge, false},
 		{"Block", 0, true},
 		{"ratelimit", 0, true},
 		{"", 0, true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseAction(tc.in)
+			got, err := Parse(tc.in)
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("ParseAction(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
+				t.Fatalf("Parse(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
 			}
 			if err != nil {
 				for _, n := range actionNames {
@@ -36,7 +36,7 @@ func TestParseAction(t *testing.T) {
 				return
 			}
 			if got != tc.want || got.String() != tc.in {
-				t.Errorf("ParseAction(%q) = %v (%q), want %v", tc.in, got, got.String(), tc.want)
+				t.Errorf("Parse(%q) = %v (%q), want %v", tc.in, got, got.String(), tc.want)
 			}
 		})
 	}
@@ -46,16 +46,16 @@ func TestParseAction(t *testing.T) {
 }
 
 func TestActionRank(t *testing.T) {
-	order := []Action{ActionLog, ActionThrottle, ActionChallenge, ActionShadowBan, ActionBlock, ActionFirewall}
+	order := []Action{Log, Throttle, Challenge, ShadowBan, Block, Firewall}
 	for i := 1; i < len(order); i++ {
 		if !order[i].Stronger(order[i-1]) || order[i-1].Stronger(order[i]) {
 			t.Errorf("%s should outrank %s", order[i], order[i-1])
 		}
 	}
-	if !ActionChallenge.Stronger(ActionRateLimit) {
+	if !Challenge.Stronger(RateLimit) {
 		t.Error("a challenge should outrank a rate limit: a browser that passes it meets the limit next")
 	}
-	if ActionThrottle.Mitigates() || !ActionRateLimit.Mitigates() || !ActionChallenge.Mitigates() {
+	if Throttle.Mitigates() || !RateLimit.Mitigates() || !Challenge.Mitigates() {
 		t.Error("throttle is decided per request; rate_limit is a mitigation")
 	}
 	if len(Names()) != int(numActions) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/config"
-	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/pipeline/replay"
 )
 
 // BenchmarkReplay replays a combined-format log with the built-in rules and

@@ -14,9 +14,9 @@ import (
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/nginxlog"
-	"github.com/guardd/guardd/ingest/replay"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/pipeline"
+	"github.com/guardd/guardd/pipeline/replay"
 )
 
 type fixture struct {
