@@ -100,6 +100,10 @@ func (f *Framer) line() ([]byte, error) {
 			return nil, err
 		}
 		return nil, ErrFrameTooLong
+	case errors.Is(err, io.EOF) && len(b) > f.max:
+		// The last frame, unterminated and too long (the reader's buffer
+		// holds a little more than the maximum).
+		return nil, ErrFrameTooLong
 	case errors.Is(err, io.EOF) && len(b) > 0:
 		// The last frame, unterminated: the sender closed after it.
 		return b, nil
