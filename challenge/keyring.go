@@ -1,35 +1,48 @@
 package challenge
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 )
 
 // KeySize is the length of an HMAC-SHA256 key.
 const KeySize = 32
 
-// key is one HMAC-SHA256 key with its pads computed once, so a MAC costs two
-// SHA-256 blocks of work and no allocation.
+// key is one HMAC-SHA256 key. Its MACs are computed by pooled
+// crypto/hmac states, which keep the SHA-256 state after the inner and outer
+// pads: a token's MAC then costs two SHA-256 blocks instead of four, and no
+// allocation once the pool is warm.
 type key struct {
-	id         uint32
-	ipad, opad [sha256.BlockSize]byte
+	id     uint32
+	secret [KeySize]byte
+	macs   *sync.Pool // of *macState
+}
+
+// macState is one goroutine's HMAC of a key, with room for the message and
+// the sum so that nothing passed to it escapes from the caller's stack.
+type macState struct {
+	h   hash.Hash
+	msg [maxMessage]byte
+	sum [sha256.Size]byte
 }
 
 func newKey(secret [KeySize]byte) key {
-	k := key{id: keyID(secret)}
-	for i := range k.ipad {
-		k.ipad[i], k.opad[i] = 0x36, 0x5c
-	}
-	for i, b := range secret {
-		k.ipad[i] ^= b
-		k.opad[i] ^= b
+	k := key{id: keyID(secret), secret: secret, macs: &sync.Pool{}}
+	k.macs.New = func() any {
+		m := &macState{h: hmac.New(sha256.New, k.secret[:])}
+		// The first Reset saves the padded states; later ones restore them.
+		m.h.Reset()
+		return m
 	}
 	return k
 }
@@ -47,14 +60,13 @@ const maxMessage = 192
 // mac returns HMAC-SHA256(key, msg) (RFC 2104) without allocating; msg is
 // at most maxMessage bytes.
 func (k *key) mac(msg []byte) [sha256.Size]byte {
-	var in [sha256.BlockSize + maxMessage]byte
-	copy(in[:], k.ipad[:])
-	n := copy(in[sha256.BlockSize:], msg)
-	inner := sha256.Sum256(in[:sha256.BlockSize+n])
-	var out [sha256.BlockSize + sha256.Size]byte
-	copy(out[:], k.opad[:])
-	copy(out[sha256.BlockSize:], inner[:])
-	return sha256.Sum256(out[:])
+	m := k.macs.Get().(*macState)
+	n := copy(m.msg[:], msg)
+	m.h.Reset()
+	m.h.Write(m.msg[:n])
+	sum := [sha256.Size]byte(m.h.Sum(m.sum[:0]))
+	k.macs.Put(m)
+	return sum
 }
 
 // Keyring holds the keys that sign and check tokens: the first signs, all
