@@ -59,11 +59,7 @@ func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Regist
 // newCounter is throttle.Config.NewCounter: each request-time rule counts
 // fleet-wide.
 func (f *fleetParts) newCounter(r *rules.Rule, lim counting.Limit) (throttle.Counter, error) {
-	mode, err := redis.ParseOnError(r.OnStoreError)
-	if err != nil {
-		return nil, err
-	}
-	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode})
+	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: r.OnStoreError})
 }
 
 // engineCounter is pipeline.BuildOptions.NewCounter: detection rules
@@ -73,11 +69,7 @@ func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (en
 		return nil
 	}
 	return func(r *rules.Rule, lim counting.Limit) (engine.Counter, error) {
-		mode, err := redis.ParseOnError(r.OnStoreError)
-		if err != nil {
-			return nil, err
-		}
-		return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode, Detection: true})
+		return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: r.OnStoreError, Detection: true})
 	}
 }
 
