@@ -137,7 +137,25 @@ func addKey(keys *[]string, k string) {
 
 // live reports whether some reloader applies key while running.
 func live(rs []Reloader, key string) bool {
-	return slices.ContainsFunc(rs, func(r Reloader) bool { return Covers(r.Live, key) })
+	return slices.ContainsFunc(rs, func(r Reloader) bool { l, _, _ := r.Claim(key); return l })
+}
+
+// Claim says how r takes key, by its longest declaration holding it
+// (n, its length): live, or at start only ("scoring" live and
+// "scoring.half_life" restart: the half-life is read at start).
+func (r Reloader) Claim(key string) (live, restart bool, n int) {
+	n = -1
+	for _, p := range r.Live {
+		if covers(p, key) && len(p) > n {
+			n, live, restart = len(p), true, false
+		}
+	}
+	for _, p := range r.Restart {
+		if covers(p, key) && len(p) > n {
+			n, live, restart = len(p), false, true
+		}
+	}
+	return live, restart, n
 }
 
 // ReloadOf is the reference's "reload" column for key: "yes" when some
@@ -149,20 +167,23 @@ func ReloadOf(rs []Reloader, key string) string {
 	var restart []string
 	var notes []string
 	for _, r := range rs {
-		if Covers(r.Live, key) {
+		l, rst, n := r.Claim(key)
+		if l {
 			yes = true
 		}
-		if Covers(r.Restart, key) {
+		if rst {
 			restart = append(restart, r.Name)
 		}
+		// A note holds for the keys its path holds but a longer
+		// declaration does not.
 		best := ""
 		for p := range r.Doc {
-			if covers(p, key) && len(p) > len(best) {
+			if covers(p, key) && len(p) > len(best) && len(p) >= n {
 				best = p
 			}
 		}
-		if n := r.Doc[best]; best != "" && !slices.Contains(notes, n) {
-			notes = append(notes, n)
+		if note := r.Doc[best]; best != "" && !slices.Contains(notes, note) {
+			notes = append(notes, note)
 		}
 	}
 	var s string
