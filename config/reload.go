@@ -61,22 +61,24 @@ type ReloadReport struct {
 // OK reports whether every component took the new configuration.
 func (r ReloadReport) OK() bool { return len(r.Restart) == 0 && len(r.Failed) == 0 }
 
-// Reload hands next to every reloader, in order. The keys a reloader reads
-// only at start that changed are reported for a restart without asking it;
-// those that no component applies live keep their running values in the
-// configuration Apply is handed and rep.Config.
-func Reload(rs []Reloader, old, next *Config) ReloadReport {
+// Reload hands next to every reloader, in order; started is the
+// configuration the components were made with, old the one in force. The
+// keys a reloader reads only at start that differ from started are reported
+// for a restart without asking it (at every reload until the restart, or
+// until they are put back); those that no component applies live keep their
+// running values in the configuration Apply is handed and rep.Config.
+func Reload(rs []Reloader, started, old, next *Config) ReloadReport {
 	var rep ReloadReport
 	eff := *next
 	restart := make([][]string, len(rs))
 	for i, r := range rs {
 		for _, p := range r.Restart {
-			for _, k := range Diff(old, next, p) {
+			for _, k := range Diff(started, next, p) {
 				if !slices.Contains(restart[i], k) {
 					restart[i] = append(restart[i], k)
 				}
 				if !live(rs, k) {
-					revert(&eff, old, k)
+					revert(&eff, started, k)
 				}
 			}
 		}

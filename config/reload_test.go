@@ -17,7 +17,7 @@ func TestReload(t *testing.T) {
 		{Name: "fleet", Restart: []string{"fleet"}},
 		{Name: "firewall", Apply: func(o, n *Config) error { return NeedsRestart("mitigation.allowlist.cidrs") }},
 		{Name: "broken", Apply: func(_, _ *Config) error { return errors.New("boom") }},
-	}, old, next)
+	}, old, old, next)
 	if got == nil || got != prepared || got != rep.Config || rep.OK() {
 		t.Fatalf("report %+v", rep)
 	}
@@ -44,12 +44,25 @@ func TestReload(t *testing.T) {
 		t.Errorf("the new configuration was changed: %+v", next.Fleet)
 	}
 
+	// A key live for one component and start-only for another takes
+	// effect where it can, and stays pending at the next reload; a key put
+	// back to its start value is no longer pending.
+	shared := []Reloader{{Name: "rules", Live: []string{"rules"}}, {Name: "fleet", Restart: []string{"rules.paranoia", "decision.listen"}}}
+	r1 := Reload(shared, old, old, next)
+	r2 := Reload(shared, old, r1.Config, next)
+	if r1.Config.Rules.Paranoia != 2 || !slices.Equal(r2.Pending, []string{"rules.paranoia", "decision.listen"}) || r2.Config.Decision.Listen != "127.0.0.1:1" {
+		t.Errorf("second reload: pending %q, paranoia %d, listen %s", r2.Pending, r1.Config.Rules.Paranoia, r2.Config.Decision.Listen)
+	}
+	if r3 := Reload(shared, old, r2.Config, old); len(r3.Pending) != 0 || !r3.OK() {
+		t.Errorf("put back: %+v", r3)
+	}
+
 	// A failed Prepare applies nothing and discards what was prepared.
 	discarded, applied := false, false
 	rep = Reload([]Reloader{
 		{Name: "rules", Prepare: func(*Config) error { return nil }, Discard: func() { discarded = true }, Apply: func(_, _ *Config) error { applied = true; return nil }},
 		{Name: "bad", Prepare: func(*Config) error { return errors.New("no") }},
-	}, old, next)
+	}, old, old, next)
 	if applied || !discarded || rep.Config != nil || len(rep.Failed) != 1 {
 		t.Errorf("failed prepare: applied %v discarded %v report %+v", applied, discarded, rep)
 	}

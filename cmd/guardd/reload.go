@@ -38,7 +38,7 @@ func (d *daemon) reload() {
 	for _, w := range cfg.Warnings() {
 		d.log.Warn(w)
 	}
-	rep := config.Reload(d.reloaders, d.cfg.Load(), cfg)
+	rep := config.Reload(d.reloaders, d.startCfg, d.cfg.Load(), cfg)
 	if rep.Config == nil {
 		d.reloaded(false)
 		d.log.Error("reload failed; keeping the running configuration", "err", rep.Failed[0])

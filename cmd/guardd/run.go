@@ -100,6 +100,7 @@ type daemon struct {
 	m       daemonMetrics
 	// reloaders are the components' parts in a reload (newReloaders).
 	reloaders []config.Reloader
+	startCfg  *config.Config // what the components were made with
 	stdinFlag bool // --stdin: sources.stdin whatever the file says
 
 	join                *sniff.Join    // nil without live capture
@@ -132,6 +133,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		logger.Warn(w)
 	}
 	d.cfg.Store(cfg)
+	d.startCfg = cfg
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.m = daemonMetrics{
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded, every component taking it."}),
