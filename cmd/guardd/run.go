@@ -101,7 +101,7 @@ type daemon struct {
 	// reloaders are the components' parts in a reload (newReloaders).
 	reloaders []config.Reloader
 	startCfg  *config.Config // what the components were made with
-	stdinFlag bool // --stdin: sources.stdin whatever the file says
+	stdinFlag bool           // --stdin: sources.stdin whatever the file says
 
 	join                *sniff.Join    // nil without live capture
 	counted             *counting.Seen // request IDs counted at decision time; nil without decision.count
