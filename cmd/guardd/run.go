@@ -134,15 +134,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	}
 	d.cfg.Store(cfg)
 	d.startCfg = cfg
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.m = daemonMetrics{
-		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded, every component taking it."}),
-		restart:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Configuration keys changed at the last reload that take effect only on a restart."}),
-		reloadTS: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
-	}
-	reg.MustRegister(d.m.reloadOK, d.m.reloadTS, d.m.restart)
-	d.pm = pipeline.NewMetrics(reg)
-
+	d.registerMetrics()
 	allow, err := cfg.Allowlist()
 	if err != nil {
 		return nil, err
@@ -151,7 +143,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*daemon, error) {
+	if err := d.build(cfg); err != nil {
 		if d.pipes != nil {
 			d.pipes.Close()
 		}
@@ -159,31 +151,80 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		d.store.Close()
 		return nil, err
 	}
-	if d.fleet, err = newFleet(cfg, d.store, reg, logger); err != nil {
-		return fail(err)
+	d.reloaders = d.newReloaders(cfg)
+	return d, nil
+}
+
+// registerMetrics registers the process's and the reload's metrics, and
+// the pipeline's.
+func (d *daemon) registerMetrics() {
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.m = daemonMetrics{
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded, every component taking it."}),
+		restart:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Configuration keys changed at the last reload that take effect only on a restart."}),
+		reloadTS: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
+	}
+	d.reg.MustRegister(d.m.reloadOK, d.m.reloadTS, d.m.restart)
+	d.pm = pipeline.NewMetrics(d.reg)
+}
+
+// build makes the components around the store, in the order they need one
+// another: fleet mode, the rules' pipeline, the decision API, the admin
+// API, the outputs and the sources. On an error the caller closes what was
+// made.
+func (d *daemon) build(cfg *config.Config) error {
+	var err error
+	if d.fleet, err = newFleet(cfg, d.store, d.reg, d.log); err != nil {
+		return err
 	}
 	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	d.pipes = pipeline.NewHolder(p)
 	d.reloaded(true)
+	if err := d.buildDecision(cfg); err != nil {
+		return err
+	}
+	token, err := admin.LoadToken(cfg.TokenFile())
+	if err != nil {
+		return err
+	}
+	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: d.reg, Status: d.status, Logger: d.log,
+		StatusPage: &statusPage{d: d, rates: &report.DecisionRates{Gatherer: d.reg, Start: d.started}}, Explain: d.explain, Deleted: d.deleted}); err != nil {
+		return err
+	}
+	if err := d.buildOutputs(cfg); err != nil {
+		return err
+	}
+	if err := d.buildSources(cfg); err != nil {
+		return err
+	}
+	d.registerGauges()
+	return nil
+}
+
+// buildDecision makes the decision API: counting at decision time, the
+// request-time limiter, the fingerprint join, the challenge gate, the
+// handler and its server.
+func (d *daemon) buildDecision(cfg *config.Config) error {
 	sb, _ := shadowban.New(cfg.Shadowban) // validated
 	var counter decision.Counter
+	var err error
 	if cfg.Decision.Count {
 		if d.counted, err = counting.NewSeen(1<<20, 2*time.Minute); err != nil {
-			return fail(err)
+			return err
 		}
-		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: logger}
+		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: d.log}
 	}
 	var fleetCounter throttle.NewCounter
 	if d.fleet != nil {
 		fleetCounter = d.fleet.newCounter
 	}
 	d.limits, err = throttle.New(throttle.Config{NewCounter: fleetCounter, Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
-		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: reg, Logger: logger})
+		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: d.reg, Logger: d.log})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	// The sniffer's fingerprints join both the decide requests and the log
 	// lines (by address and port), so a tls.ja4 mitigation applies at the
@@ -193,52 +234,51 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		d.join = sniff.NewJoin(cfg.Fingerprint.JoinTTL, 0)
 		join = d.join
 	}
+	gate, err := newChallengeGate(cfg, d.store, d.reg, d.log)
+	if err != nil {
+		return err
+	}
 	// The holder is the decision API's enricher: a reload reaches it, and a
 	// MaxMind reader is closed only once no decision uses it.
-	gate, err := newChallengeGate(cfg, d.store, reg, logger)
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: d.pipes.Load().Rules(), Enricher: d.pipes, Join: join, Shadow: sb, Counter: counter,
+		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: d.reg, Logger: d.log})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Join: join, Shadow: sb, Counter: counter,
-		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: reg, Logger: logger})
+	if d.decSrv, err = http1.New(http1.Config{Handler: d.dec, Loops: cfg.Decision.Loops, Logger: d.log}); err != nil {
+		return err
+	}
+	registerServerStats(d.reg, d.decSrv)
+	return nil
+}
+
+// buildSources makes the log tailer (from its checkpoint) and the syslog
+// listeners; standard input is opened by Run.
+func (d *daemon) buildSources(cfg *config.Config) error {
+	start, err := tail.LoadCheckpoint(d.checkpointPath())
 	if err != nil {
-		return fail(err)
-	}
-	d.decSrv, err = http1.New(http1.Config{Handler: d.dec, Loops: cfg.Decision.Loops, Logger: logger})
-	if err != nil {
-		return fail(err)
-	}
-	registerServerStats(reg, d.decSrv)
-	token, err := admin.LoadToken(cfg.TokenFile())
-	if err != nil {
-		return fail(err)
-	}
-	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d, rates: &report.DecisionRates{Gatherer: reg, Start: d.started}}, Explain: d.explain, Deleted: d.deleted}); err != nil {
-		return fail(err)
-	}
-	if err := d.buildOutputs(cfg); err != nil {
-		return fail(err)
-	}
-	d.reloaders = d.newReloaders(cfg)
-	var start *tail.Position
-	if start, err = tail.LoadCheckpoint(d.checkpointPath()); err != nil {
-		logger.Warn("tail checkpoint unreadable; starting as on a first start", "err", err)
+		d.log.Warn("tail checkpoint unreadable; starting as on a first start", "err", err)
 		start = nil
 	}
 	if len(cfg.Sources.Nginx.Paths) > 0 {
 		d.tailer, err = tail.New(tail.Config{Paths: cfg.Sources.Nginx.Paths, Start: start, FromStart: cfg.Sources.Nginx.FromStart,
-			PollInterval: cfg.Sources.Nginx.PollInterval, Logger: logger})
+			PollInterval: cfg.Sources.Nginx.PollInterval, Logger: d.log})
 		if err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	if sc := cfg.Sources.Syslog; len(sc.Listen) > 0 {
-		d.syslog, err = syslog.New(syslog.Config{Listen: sc.Listeners(), ReadBuffer: sc.ReadBuffer, MaxMessage: sc.MaxMessage, Registerer: reg, Logger: logger})
+		d.syslog, err = syslog.New(syslog.Config{Listen: sc.Listeners(), ReadBuffer: sc.ReadBuffer, MaxMessage: sc.MaxMessage, Registerer: d.reg, Logger: d.log})
 		if err != nil {
-			return fail(err)
+			return err
 		}
 	}
-	reg.MustRegister(
+	return nil
+}
+
+// registerGauges exports the tail's lag and the counters' keys.
+func (d *daemon) registerGauges() {
+	d.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_tail_lag_seconds", Help: "Wall-clock time minus the time of the newest event read from the logs."}, func() float64 {
 			if t := d.lastEvent.Load(); t != 0 {
 				return time.Since(time.Unix(0, t)).Seconds()
@@ -254,7 +294,6 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 			return float64(e)
 		}),
 	)
-	return d, nil
 }
 
 func (d *daemon) checkpointPath() string { return d.cfg.Load().Checkpoint() }
