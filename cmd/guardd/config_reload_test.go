@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/guardd/guardd/config"
@@ -261,5 +262,30 @@ func TestReloadFleetAdded(t *testing.T) {
 	td.wantReload(t, log, false, 1, "fleet: fleet: needs a restart")
 	if td.d.cfg.Load().Fleet != nil {
 		t.Error("the configuration in force holds a fleet section the daemon does not run")
+	}
+}
+
+// TestReloadStdinFlag: --stdin turns sources.stdin on for the run; a reload
+// of the file (which does not say stdin) neither drops it nor reports it as
+// waiting for a restart.
+func TestReloadStdinFlag(t *testing.T) {
+	dir := t.TempDir()
+	writeTestConfig(t, dir, "")
+	path := filepath.Join(dir, "guardd.yaml")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sources.Stdin = true // as runDaemon does for --stdin
+	d, err := newDaemon(path, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.store.Close()
+	defer d.pipes.Close()
+	d.stdinFlag = true
+	d.reload()
+	if ok, pending := testutil.ToFloat64(d.m.reloadOK), testutil.ToFloat64(d.m.restart); ok != 1 || pending != 0 || !d.cfg.Load().Sources.Stdin {
+		t.Errorf("reload_successful %v, restart_pending %v, stdin %v; want 1, 0, true", ok, pending, d.cfg.Load().Sources.Stdin)
 	}
 }
