@@ -132,8 +132,9 @@ func Reference(srcRoot string, rs []Reloader) (string, error) {
 	var b strings.Builder
 	b.WriteString(`# Configuration reference
 
-<!-- Generated from the Go types of package config by TestReference
-     (go test ./config -run TestReference -update); do not edit. -->
+<!-- Generated from the Go types of package config and the daemon's
+     reloaders by TestConfigReference
+     (go test ./cmd/guardd -run TestConfigReference -update); do not edit. -->
 
 Every key of ` + "`/etc/guardd/guardd.yaml`" + `, generated from the configuration's Go
 types, so it cannot drift: a test fails when this file and the code differ.
@@ -144,8 +145,11 @@ key left out, or a section left empty (` + "`nftables:`" + ` alone), takes its
 default; ` + "`guardd check`" + ` validates a file without starting anything.
 "Reload" says whether ` + "`systemctl reload guardd`" + ` (SIGHUP, or a changed file)
 applies a change, or whether it waits for a restart (logged, and counted in
-` + "`guardd_config_restart_pending`" + `). A default of "—" means the zero value,
-whose meaning the description gives. Durations are Go durations (` + "`250ms`, `10m`" + `).
+` + "`guardd_config_restart_pending`" + `); each component declares what it applies
+and what it reads at start, and this column is derived from those
+declarations ("per key" on a section whose keys differ). A default of "—"
+means the zero value, whose meaning the description gives. Durations are Go
+durations (` + "`250ms`, `10m`" + `).
 
 | key | type | default | reload | description |
 |---|---|---|---|---|

@@ -28,12 +28,11 @@ func (h *Holder) Reloader(opts BuildOptions, uses ...func(*rules.Set) error) con
 			"scoring":  "thresholds and timeout; the scores are kept",
 		},
 		Prepare: func(n *config.Config) error {
-			if opts.Scorer == nil {
-				if p := h.Load(); p != nil {
-					opts.Scorer = p.Scorer()
-				}
+			o := opts
+			if p := h.Load(); o.Scorer == nil && p != nil {
+				o.Scorer = p.Scorer() // the scores go on
 			}
-			p, err := Build(n, opts)
+			p, err := Build(n, o)
 			next = p
 			return err
 		},
