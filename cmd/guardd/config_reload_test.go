@@ -289,3 +289,27 @@ func TestReloadStdinFlag(t *testing.T) {
 		t.Errorf("reload_successful %v, restart_pending %v, stdin %v; want 1, 0, true", ok, pending, d.cfg.Load().Sources.Stdin)
 	}
 }
+
+// TestReloadRestartKeepsRunningValues: a change that waits for a restart is
+// reported by its keys, and what reads the configuration in force (the
+// tail checkpoint's path, the admin token's file) keeps the running value.
+func TestReloadRestartKeepsRunningValues(t *testing.T) {
+	dir := t.TempDir()
+	writeTestConfig(t, dir, "")
+	td, log := startDaemonLogged(t, dir)
+	defer td.stop(t)
+	checkpoint, token := td.d.checkpointPath(), td.d.cfg.Load().TokenFile()
+	b, _ := os.ReadFile(td.config)
+	moved := strings.Replace(string(b), "poll_interval: 20ms", "poll_interval: 20ms, checkpoint: "+filepath.Join(dir, "elsewhere.json"), 1)
+	moved = strings.Replace(moved, "admin: {listen: 127.0.0.1:0}", "admin: {listen: 127.0.0.1:0, token_file: "+filepath.Join(dir, "other.token")+"}", 1)
+	os.WriteFile(td.config, []byte(moved), 0o644)
+	td.d.reload()
+	td.wantReload(t, log, false, 2, "sources: sources.nginx.checkpoint: needs a restart", "admin: admin.token_file: needs a restart")
+	if td.d.checkpointPath() != checkpoint || td.d.cfg.Load().TokenFile() != token {
+		t.Errorf("in force: checkpoint %s, token file %s; want the running %s and %s", td.d.checkpointPath(), td.d.cfg.Load().TokenFile(), checkpoint, token)
+	}
+	// Put back, nothing waits any more.
+	os.WriteFile(td.config, b, 0o644)
+	td.d.reload()
+	td.wantReload(t, log, true, 0)
+}
