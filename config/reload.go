@@ -74,6 +74,9 @@ func Reload(rs []Reloader, started, old, next *Config) ReloadReport {
 	for i, r := range rs {
 		for _, p := range r.Restart {
 			for _, k := range Diff(started, next, p) {
+				if _, rst, _ := r.Claim(k); !rst {
+					continue // a longer declaration applies it live
+				}
 				if !slices.Contains(restart[i], k) {
 					restart[i] = append(restart[i], k)
 				}

@@ -13,7 +13,7 @@ func TestReload(t *testing.T) {
 	var got, prepared *Config
 	rep := Reload([]Reloader{
 		{Name: "rules", Live: []string{"rules"}, Prepare: func(n *Config) error { prepared = n; return nil }, Apply: func(_, n *Config) error { got = n; return nil }},
-		{Name: "decision", Live: []string{"decision.loops"}, Restart: []string{"decision.listen"}, Apply: func(_, _ *Config) error { return nil }},
+		{Name: "decision", Live: []string{"decision.loops"}, Restart: []string{"decision"}, Apply: func(_, _ *Config) error { return nil }},
 		{Name: "fleet", Restart: []string{"fleet"}},
 		{Name: "firewall", Apply: func(o, n *Config) error { return NeedsRestart("mitigation.allowlist.cidrs") }},
 		{Name: "broken", Apply: func(_, _ *Config) error { return errors.New("boom") }},
