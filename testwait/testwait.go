@@ -1,6 +1,10 @@
 package testwait
 
-import "time"
+import (
+	"bytes"
+	"runtime"
+	"time"
+)
 
 // TB is the part of testing.TB that Until uses: *testing.T, *testing.B,
 // *testing.F and testing.TB all satisfy it.
@@ -46,4 +50,45 @@ func For(timeout time.Duration, cond func() bool) bool {
 		pause = min(2*pause, Most)
 	}
 	return true
+}
+
+// Blocked reports whether some goroutine with fn on its stack is blocked:
+// waiting in a system call, on the network, a channel, a lock, a timer or a
+// select, rather than running or ready to run. fn is a function as
+// tracebacks print it, with enough of its package to be unique
+// ("capture.(*LiveSource).ReadPacket"). It is the signal that a goroutine
+// under test has reached the wait a test means to interrupt:
+//
+//	testwait.Until(t, 10*time.Second, "ReadPacket to wait", func() bool {
+//		return testwait.Blocked("capture.(*LiveSource).ReadPacket")
+//	})
+//
+// It reads every goroutine's stack (runtime.Stack, which stops the world):
+// poll it in tests, not in a loop that measures time.
+func Blocked(fn string) bool {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		// "goroutine 7 [chan receive, 2 minutes, locked to thread]:"
+		header, stack, _ := bytes.Cut(g, []byte("\n"))
+		if !bytes.Contains(stack, []byte(fn)) {
+			continue
+		}
+		_, state, _ := bytes.Cut(header, []byte("["))
+		state, _, _ = bytes.Cut(state, []byte("]"))
+		state, _, _ = bytes.Cut(state, []byte(","))
+		switch string(state) {
+		case "running", "runnable", "preempted", "copystack", "idle", "dead":
+		default: // "syscall", "IO wait", "chan receive", "select", "sleep" ...
+			return true
+		}
+	}
+	return false
 }

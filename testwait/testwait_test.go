@@ -127,3 +127,41 @@ func TestFor(t *testing.T) {
 		}
 	})
 }
+
+// parkedHere blocks on ch: the function TestBlocked looks for.
+//
+//go:noinline
+func parkedHere(ch chan struct{}) { <-ch }
+
+// busyHere spins until stop is set: on a stack, never blocked.
+//
+//go:noinline
+func busyHere(stop *atomic.Bool) {
+	for !stop.Load() {
+	}
+}
+
+func TestBlocked(t *testing.T) {
+	const parked, busy = "testwait_test.parkedHere", "testwait_test.busyHere"
+	if testwait.Blocked(parked) {
+		t.Fatal("Blocked is true before any goroutine runs parkedHere")
+	}
+	ch := make(chan struct{})
+	done := make(chan struct{})
+	go func() { parkedHere(ch); close(done) }()
+	testwait.Until(t, 10*time.Second, "parkedHere to block on its channel", func() bool { return testwait.Blocked(parked) })
+	close(ch)
+	<-done
+	if testwait.Blocked(parked) {
+		t.Error("Blocked is true after parkedHere returned")
+	}
+
+	var stop atomic.Bool
+	go busyHere(&stop)
+	defer stop.Store(true)
+	for range 20 {
+		if testwait.Blocked(busy) {
+			t.Fatal("Blocked is true for a goroutine that only spins")
+		}
+	}
+}
