@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/testwait"
 )
 
 // Kernel benchmarks need root, like the kernel tests; see bench/nftables.md.
@@ -203,17 +204,16 @@ func checkCount(b *testing.B, f *fixture, kind string) {
 		k = setV4Net
 	}
 	n := 0
-	for range 3 {
+	if !testwait.For(5*time.Second, func() bool {
 		st, err := f.p.kern.read(time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n = len(st[k]); n == benchN {
-			return
-		}
-		time.Sleep(time.Second)
+		n = len(st[k])
+		return n == benchN
+	}) {
+		b.Fatalf("set %s holds %d elements, want %d", setNames[k], n, benchN)
 	}
-	b.Fatalf("set %s holds %d elements, want %d", setNames[k], n, benchN)
 }
 
 // BenchmarkDesired is the CPU cost of recomputing the desired sets, paid by
