@@ -5,12 +5,12 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
@@ -69,12 +69,12 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var m rules.Matches
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			set.Eval(&events[i%len(events)], &m)
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 	b.Run("eval-hostile", func(b *testing.B) {
 		// Every event a path and a user agent never seen before: what the
@@ -83,12 +83,12 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var m rules.Matches
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			set.Eval(&hostile[i%len(hostile)], &m)
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 	b.Run("eval+key", func(b *testing.B) { // Prepare: eval, and each match keyed and hashed
 		eng, err := engine.New(engine.Config{Rules: set})
@@ -98,13 +98,13 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var m engine.Matches
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			m.Reset()
 			eng.Prepare(&events[i%len(events)], &m)
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 	for _, bc := range []struct {
 		name      string
@@ -119,7 +119,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 			var trips []engine.Trip
 			i := 0
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				ev := &events[i%len(events)]
 				t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
@@ -128,7 +128,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 				trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
 				i++
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 		})
 	}
 	b.Run("eval+count/new-addresses", func(b *testing.B) { // hostile: no address seen twice
@@ -141,7 +141,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var one characteristics.Event
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			ev := &one
 			*ev = events[i%len(events)]
@@ -160,7 +160,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 			trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 }
 
@@ -175,16 +175,6 @@ func uniqueEvents(events []characteristics.Event) []characteristics.Event {
 		out[i].UserAgent += " u" + n
 	}
 	return out
-}
-
-// cpuTime is the process's CPU time: on a busy machine it is what the
-// loop cost, while wall time also counts the waits for a core.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestLibraryAllocs holds the per-event path of the whole library at zero
