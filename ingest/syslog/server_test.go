@@ -50,17 +50,6 @@ func (w *lineWriter) snapshot() []string {
 	return slices.Clone(w.lines)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func mustAddr(t *testing.T, s string) Addr {
 	t.Helper()
 	a, err := ParseAddr(s)
