@@ -9,5 +9,6 @@
 // testing/synctest bubble Until waits on the bubble's fake clock: a timeout
 // there is in fake time and costs nothing.
 //
-// Only tests import it; it promises nothing to production code.
+// Only tests and test-support packages (counting/redis/redistest) import
+// it; it promises nothing to production code.
 package testwait
