@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/guardd/guardd/bench/loggen/loggentest"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/cputime"
 )
@@ -15,7 +16,7 @@ import (
 // Eight thousand events cycle through memo tables that hold two thousand
 // paths, so a value is never found again.
 func BenchmarkEvalHostile(b *testing.B) {
-	base := loggenEvents(b, 1000)
+	base := loggentest.Events(b, 1000)
 	set, err := Builtin(Options{})
 	if err != nil {
 		b.Fatal(err)
