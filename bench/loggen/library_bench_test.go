@@ -1,66 +1,24 @@
 package loggen_test
 
 import (
-	"bytes"
 	"net/netip"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/guardd/guardd/bench/loggen"
+	"github.com/guardd/guardd/bench/loggen/loggentest"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/cputime"
-	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
-
-// labelledEvents parses and enriches every line of a labelled log (every
-// class of TestClasses, realistic proportions), as the pipeline hands them
-// to the rules.
-func labelledEvents(tb testing.TB, benign int) []characteristics.Event {
-	tb.Helper()
-	var buf bytes.Buffer
-	labels, err := loggen.Generate(&buf, loggen.Config{Seed: 14, Benign: benign})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	db := filepath.Join(tb.TempDir(), "geo.mmdb")
-	if err := labels.GeoDB(db); err != nil {
-		tb.Fatal(err)
-	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { en.Close() })
-	f := nginxlog.MustCompile(loggen.GuarddLogFormat)
-	data := buf.Bytes() // the events' strings point into it
-	events := make([]characteristics.Event, 0, labels.Lines)
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		var ev characteristics.Event
-		if err := f.Parse(line, &ev); err != nil {
-			tb.Fatal(err)
-		}
-		en.Enrich(&ev)
-		events = append(events, ev)
-	}
-	return events
-}
 
 // BenchmarkLibraryPerEvent measures, per line of the labelled log, the whole
 // built-in library's evaluation (every rule's count and mitigate) plus the
 // engine's keying and counting (distinct and windowed counters included),
 // cycling over the log with time moved forward on each pass.
 func BenchmarkLibraryPerEvent(b *testing.B) {
-	events := labelledEvents(b, 1000)
+	events := loggentest.Events(b, 1000)
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -183,7 +141,7 @@ func TestLibraryAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	events := labelledEvents(t, 200)
+	events := loggentest.Events(t, 200)
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +174,7 @@ func TestLibraryHostileAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	events := uniqueEvents(labelledEvents(t, 200))
+	events := uniqueEvents(loggentest.Events(t, 200))
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		t.Fatal(err)
