@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/testwait"
 	"github.com/miekg/dns"
 )
 
@@ -93,15 +94,14 @@ yandex ranges partial
 	}
 	defer without.Close()
 	bot := func(en *Enricher, ua, ip string, settle bool) Bot {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var b Bot
+		testwait.For(10*time.Second, func() bool {
 			e := Event{Time: now, IP: netip.MustParseAddr(ip), UserAgent: ua}
 			en.Enrich(&e)
-			if !settle || !e.Bot.Pending || time.Now().After(deadline) {
-				return e.Bot
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			b = e.Bot
+			return !settle || !b.Pending
+		})
+		return b
 	}
 	for _, c := range []struct {
 		name   string

@@ -5,11 +5,12 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/guardd/guardd/cputime"
 )
 
 // Benchmarks over a million random pre-hashed keys, the working set of a
@@ -27,20 +28,8 @@ var benchKeySet = sync.OnceValue(func() []uint64 {
 	return keys
 })
 
-// cpuTime is the CPU time used by the process so far. The benchmarks report
-// it per operation (cpu-ns/op) beside the wall-clock ns/op, because the
-// machines they run on are shared: on a loaded machine ns/op measures the
-// queue for a core, cpu-ns/op the work.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	cputime.Report(b, start, int64(b.N), "cpu-ns/op")
 }
 
 // adder is what the benchmarks drive: a Table, or one of the peers.
@@ -189,7 +178,7 @@ func BenchmarkAdd(b *testing.B) {
 			i := 0
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for b.Loop() {
 				now += 1000
 				a.add(keys[i&(benchKeys-1)], now)
@@ -212,7 +201,7 @@ func BenchmarkAddParallel(b *testing.B) {
 			var seed atomic.Int64
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(seed.Add(1)) * 104729
 				now := t0
@@ -269,7 +258,7 @@ func BenchmarkFlood(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for b.Loop() {
 				now += 1000
 				tab.Add(rng.Uint64(), 1, now)
@@ -316,7 +305,7 @@ func BenchmarkDistinct(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			i := 0
 			for b.Loop() {
 				now += 1000

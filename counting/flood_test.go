@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/cputime"
 )
 
 func heapAlloc() uint64 {
@@ -44,7 +46,7 @@ func TestFlood(t *testing.T) {
 	// heavy key's count is simply what it sent.
 	now := t0
 	var atMillion uint64
-	start, cpu := time.Now(), cpuTime()
+	start, cpu := time.Now(), cputime.Process()
 	for i := range noise {
 		now += int64(60 * time.Microsecond)
 		tab.Add(rng.Uint64(), 1, now)
@@ -57,7 +59,7 @@ func TestFlood(t *testing.T) {
 			atMillion = heapAlloc()
 		}
 	}
-	elapsed, cpuUsed := time.Since(start), cpuTime()-cpu
+	elapsed, cpuUsed := time.Since(start), cputime.Since(cpu)
 	after := heapAlloc()
 	runtime.KeepAlive(tab)
 

@@ -374,14 +374,14 @@ func TestRunExpiresAndSyncs(t *testing.T) {
 		now := time.Now()
 		mustAdd(t, s, Mitigation{Rule: "r", Scope: ipScope("192.0.2.1"), Expires: now.Add(time.Second)}, now)
 		mustAdd(t, s, Mitigation{Rule: "r", Scope: ipScope("192.0.2.2"), Expires: now.Add(time.Hour)}, now)
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // the bubble's clock: Run's 100 ms tick passes
 		s.mu.Lock()
 		dirty := s.journal.dirty
 		s.mu.Unlock()
 		if dirty {
 			t.Error("journal not synced after 150 ms of Run")
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the bubble's clock: the first mitigation's expiry passes
 		if s.Len() != 1 {
 			t.Errorf("Len = %d a second later, want 1 (Run expires)", s.Len())
 		}
@@ -391,7 +391,7 @@ func TestRunExpiresAndSyncs(t *testing.T) {
 			m := mustAdd(t, s, Mitigation{Rule: "churn", Scope: ipScope(fmt.Sprintf("10.1.%d.%d", i/256, i%256)), Expires: now.Add(time.Hour)}, time.Now())
 			s.Delete(m.ID)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // the bubble's clock: Run's next ticks compact
 		s.mu.Lock()
 		records := s.journal.records
 		s.mu.Unlock()
@@ -470,6 +470,6 @@ func crashChild(dir string) {
 		}
 	}
 	fmt.Printf("added %d\n", n)
-	time.Sleep(time.Minute) // killed long before
+	time.Sleep(time.Minute) // the child waits to be killed by the test: the crash under test
 	os.Exit(3)
 }

@@ -2,11 +2,11 @@ package rules
 
 import (
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/guardd/guardd/bench/loggen/loggentest"
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/cputime"
 )
 
 // BenchmarkEvalHostile measures the whole built-in library per event on
@@ -16,7 +16,7 @@ import (
 // Eight thousand events cycle through memo tables that hold two thousand
 // paths, so a value is never found again.
 func BenchmarkEvalHostile(b *testing.B) {
-	base := loggenEvents(b, 1000)
+	base := loggentest.Events(b, 1000)
 	set, err := Builtin(Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -40,12 +40,12 @@ func BenchmarkEvalHostile(b *testing.B) {
 			var m Matches
 			i := 0
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				set.Eval(&events[i&8191], &m)
 				i++
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -60,14 +60,4 @@ func letters(i int) string {
 			return string(b)
 		}
 	}
-}
-
-// cpuTime is the process's CPU time: on a busy machine it is what a loop
-// cost, while wall time also counts the waits for a core.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,50 +1,16 @@
 package rules
 
 import (
-	"bytes"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
-	"github.com/guardd/guardd/bench/loggen"
+	"github.com/guardd/guardd/bench/loggen/loggentest"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/ingest/nginxlog"
 )
-
-// loggenEvents parses and enriches every line of bench/loggen's labelled
-// log (every attacker and benign class), as the pipeline hands them to the
-// rules.
-func loggenEvents(tb testing.TB, benign int) []characteristics.Event {
-	tb.Helper()
-	var buf bytes.Buffer
-	labels, err := loggen.Generate(&buf, loggen.Config{Seed: 14, Benign: benign})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	db := filepath.Join(tb.TempDir(), "geo.mmdb")
-	if err := labels.GeoDB(db); err != nil {
-		tb.Fatal(err)
-	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { en.Close() })
-	f := nginxlog.MustCompile(loggen.GuarddLogFormat)
-	var events []characteristics.Event
-	for line := range bytes.Lines(buf.Bytes()) {
-		var ev characteristics.Event
-		if err := f.Parse(bytes.TrimSuffix(line, []byte("\n")), &ev); err != nil {
-			tb.Fatal(err)
-		}
-		en.Enrich(&ev)
-		events = append(events, ev)
-	}
-	return events
-}
 
 // TestMemoSameAsNone: remembering conditions across events by their
 // fields' values changes no result. Every line of two realistic logs (the
@@ -61,7 +27,7 @@ func TestMemoSameAsNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := loggenEvents(t, 200)
+	events := loggentest.Events(t, 200)
 	f := nginxlog.MustCompile(nginxlog.Combined)
 	for _, l := range accessLogLines(t) {
 		var ev characteristics.Event

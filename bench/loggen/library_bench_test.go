@@ -1,66 +1,24 @@
 package loggen_test
 
 import (
-	"bytes"
 	"net/netip"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/guardd/guardd/bench/loggen"
+	"github.com/guardd/guardd/bench/loggen/loggentest"
 	"github.com/guardd/guardd/characteristics"
-	"github.com/guardd/guardd/ingest/nginxlog"
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
-
-// labelledEvents parses and enriches every line of a labelled log (every
-// class of TestClasses, realistic proportions), as the pipeline hands them
-// to the rules.
-func labelledEvents(tb testing.TB, benign int) []characteristics.Event {
-	tb.Helper()
-	var buf bytes.Buffer
-	labels, err := loggen.Generate(&buf, loggen.Config{Seed: 14, Benign: benign})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	db := filepath.Join(tb.TempDir(), "geo.mmdb")
-	if err := labels.GeoDB(db); err != nil {
-		tb.Fatal(err)
-	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { en.Close() })
-	f := nginxlog.MustCompile(loggen.GuarddLogFormat)
-	data := buf.Bytes() // the events' strings point into it
-	events := make([]characteristics.Event, 0, labels.Lines)
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		var ev characteristics.Event
-		if err := f.Parse(line, &ev); err != nil {
-			tb.Fatal(err)
-		}
-		en.Enrich(&ev)
-		events = append(events, ev)
-	}
-	return events
-}
 
 // BenchmarkLibraryPerEvent measures, per line of the labelled log, the whole
 // built-in library's evaluation (every rule's count and mitigate) plus the
 // engine's keying and counting (distinct and windowed counters included),
 // cycling over the log with time moved forward on each pass.
 func BenchmarkLibraryPerEvent(b *testing.B) {
-	events := labelledEvents(b, 1000)
+	events := loggentest.Events(b, 1000)
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -69,12 +27,12 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var m rules.Matches
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			set.Eval(&events[i%len(events)], &m)
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 	b.Run("eval-hostile", func(b *testing.B) {
 		// Every event a path and a user agent never seen before: what the
@@ -83,12 +41,12 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var m rules.Matches
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			set.Eval(&hostile[i%len(hostile)], &m)
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 	b.Run("eval+key", func(b *testing.B) { // Prepare: eval, and each match keyed and hashed
 		eng, err := engine.New(engine.Config{Rules: set})
@@ -98,13 +56,13 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var m engine.Matches
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			m.Reset()
 			eng.Prepare(&events[i%len(events)], &m)
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 	for _, bc := range []struct {
 		name      string
@@ -119,7 +77,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 			var trips []engine.Trip
 			i := 0
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				ev := &events[i%len(events)]
 				t := ev.Time.Add(time.Duration(i/len(events)) * 2 * time.Hour)
@@ -128,7 +86,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 				trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
 				i++
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 		})
 	}
 	b.Run("eval+count/new-addresses", func(b *testing.B) { // hostile: no address seen twice
@@ -141,7 +99,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 		var one characteristics.Event
 		i := 0
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			ev := &one
 			*ev = events[i%len(events)]
@@ -160,7 +118,7 @@ func BenchmarkLibraryPerEvent(b *testing.B) {
 			trips = eng.Apply(t, m.Items, m.Keys, trips[:0])
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 	})
 }
 
@@ -177,23 +135,13 @@ func uniqueEvents(events []characteristics.Event) []characteristics.Event {
 	return out
 }
 
-// cpuTime is the process's CPU time: on a busy machine it is what the
-// loop cost, while wall time also counts the waits for a core.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // TestLibraryAllocs holds the per-event path of the whole library at zero
 // allocations once its tables have grown.
 func TestLibraryAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	events := labelledEvents(t, 200)
+	events := loggentest.Events(t, 200)
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +174,7 @@ func TestLibraryHostileAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	events := uniqueEvents(labelledEvents(t, 200))
+	events := uniqueEvents(loggentest.Events(t, 200))
 	set, err := rules.Builtin(rules.Options{})
 	if err != nil {
 		t.Fatal(err)

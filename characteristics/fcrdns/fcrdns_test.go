@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/guardd/guardd/characteristics/fcrdns"
+	"github.com/guardd/guardd/testwait"
 )
 
 // server is a DNS server on loopback that answers PTR, A and AAAA from its
@@ -94,13 +95,12 @@ var google = []string{"googlebot.com", "google.com", "googleusercontent.com"}
 // settle polls Check until it leaves Pending or the deadline passes.
 func settle(t *testing.T, v *fcrdns.Verifier, a netip.Addr, suffixes []string, now time.Time) fcrdns.Verdict {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if got := v.Check(a, suffixes, now); got != fcrdns.Pending || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var got fcrdns.Verdict
+	testwait.For(10*time.Second, func() bool {
+		got = v.Check(a, suffixes, now)
+		return got != fcrdns.Pending
+	})
+	return got
 }
 
 func TestVerdicts(t *testing.T) {
@@ -155,13 +155,7 @@ func TestVerdicts(t *testing.T) {
 		t.Fatalf("unanswered: got %v, want pending", got)
 	}
 	before := srv.queries.Load()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.queries.Load() == before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if srv.queries.Load() == before {
-		t.Fatal("the unanswered lookup was never sent")
-	}
+	testwait.Until(t, 10*time.Second, "the unanswered lookup to be sent", func() bool { return srv.queries.Load() != before })
 	if got := v.Check(silent, google, now.Add(30*time.Second)); got != fcrdns.Pending {
 		t.Errorf("unanswered, within RetryTTL: got %v, want pending", got)
 	}
@@ -200,10 +194,7 @@ func TestFlood(t *testing.T) {
 		}
 	}
 	// Let the workers run a while, then stop them and count.
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.queries.Load() < 20 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(10*time.Second, func() bool { return srv.queries.Load() >= 20 })
 	v.Close()
 	elapsed := time.Since(start).Seconds()
 	// Every address answers NXDOMAIN to its PTR: one query per lookup.

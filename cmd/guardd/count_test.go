@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/testwait"
 )
 
 // probeRule reads only the request, so decision.count counts it when nginx
@@ -90,7 +91,7 @@ func TestDecisionCount(t *testing.T) {
 		}
 		td.appendLines(t, countLine(a, fmt.Sprintf("/probe/%d", i), 404, id))
 	}
-	td.waitFor(t, "the log lines to be read", func() bool { return testutil.ToFloat64(events) == 3 })
+	testwait.Until(t, patience, "the log lines to be read", func() bool { return testutil.ToFloat64(events) == 3 })
 	if c := td.decideID(t, a, "/", ""); c != 204 {
 		t.Fatalf("after 3 probes counted once each: %d, want 204 (counted twice?)", c)
 	}
@@ -107,7 +108,7 @@ func TestDecisionCount(t *testing.T) {
 		}
 		td.appendLines(t, countLine(b, "/probe/x", 404, "-"))
 	}
-	td.waitFor(t, "the client without IDs to be blocked from its log lines", func() bool { return td.decideID(t, b, "/", "") == 401 })
+	testwait.Until(t, patience, "the client without IDs to be blocked from its log lines", func() bool { return td.decideID(t, b, "/", "") == 401 })
 
 	// A status rule counts from the log even for requests with an ID.
 	const c = "203.0.113.12"
@@ -116,7 +117,7 @@ func TestDecisionCount(t *testing.T) {
 		td.decideID(t, c, "/login", id)
 		td.appendLines(t, countLine(c, "/login", 401, id))
 	}
-	td.waitFor(t, "the login rule to trip from the log", func() bool { return td.decideID(t, c, "/", "") == 401 })
+	testwait.Until(t, patience, "the login rule to trip from the log", func() bool { return td.decideID(t, c, "/", "") == 401 })
 }
 
 func TestDecisionCountNeedsRequestID(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/scoring"
+	"github.com/guardd/guardd/testwait"
 )
 
 func TestExplain(t *testing.T) {
@@ -20,7 +21,7 @@ func TestExplain(t *testing.T) {
 	for i := range 3 {
 		td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(time.Duration(i)*time.Second)))
 	}
-	td.waitFor(t, "three lines counted", func() bool {
+	testwait.Until(t, patience, "three lines counted", func() bool {
 		for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(pipeline.Explanation).Rules {
 			if r.Rule == "test_login" && r.Count >= 3 {
 				return true
@@ -69,7 +70,7 @@ func TestDeletedRuleMitigationStaysDeleted(t *testing.T) {
 	for i := range 6 {
 		td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(time.Duration(i)*time.Second)))
 	}
-	td.waitFor(t, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
+	testwait.Until(t, patience, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
 	ms := td.d.store.List(time.Now())
 	if len(ms) != 1 || ms[0].Origin != "rule" {
 		t.Fatalf("mitigations: %+v", ms)
@@ -77,7 +78,7 @@ func TestDeletedRuleMitigationStaysDeleted(t *testing.T) {
 	cli(t, append([]string{"delete", fmt.Sprint(ms[0].ID)}, clientArgs(td)...)...)
 	td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(7*time.Second)))
 	seventh := now.Add(7 * time.Second).Truncate(time.Second) // log lines hold whole seconds
-	td.waitFor(t, "the next failure to be read", func() bool { return td.d.lastEvent.Load() >= seventh.UnixNano() })
+	testwait.Until(t, patience, "the next failure to be read", func() bool { return td.d.lastEvent.Load() >= seventh.UnixNano() })
 	var count float64
 	for _, r := range td.d.explain(netip.MustParseAddr("203.0.113.7")).(pipeline.Explanation).Rules {
 		if r.Rule == "test_login" {

@@ -14,6 +14,7 @@ import (
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/counting/redis/redistest"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestDaemonFleet: two daemons with a fleet section on one real
@@ -30,7 +31,7 @@ func TestDaemonFleet(t *testing.T) {
 		ds = append(ds, td)
 	}
 	for _, td := range ds {
-		td.waitFor(t, "the fleet's active set loaded", func() bool {
+		testwait.Until(t, patience, "the fleet's active set loaded", func() bool {
 			st := td.d.status().(statusJSON)
 			return st.Fleet != nil && st.Fleet.Sync.Loaded && st.Fleet.Counting.LiveNodes == 2
 		})
@@ -41,7 +42,7 @@ func TestDaemonFleet(t *testing.T) {
 	// test waits for that rather than reading the first status.
 	want := fmt.Sprintf(`"Endpoints":[{"Name":%q,"Breaker":"closed","Slots":16384}]`, srv.Addr)
 	var last []byte
-	ds[0].waitFor(t, "guardd status to show the endpoint's breaker closed", func() bool {
+	testwait.Until(t, patience, "guardd status to show the endpoint's breaker closed", func() bool {
 		st := ds[0].d.status().(statusJSON)
 		b, err := json.Marshal(st.Fleet.Counting)
 		if err != nil {
@@ -63,7 +64,7 @@ func TestDaemonFleet(t *testing.T) {
 	if code0 == http.StatusNoContent || code0 == http.StatusOK {
 		t.Fatalf("edge-1 does not enforce its own mitigation: %d %s", code0, dec0)
 	}
-	ds[1].waitFor(t, "edge-2 to answer as edge-1 does ("+dec0+")", func() bool {
+	testwait.Until(t, patience, "edge-2 to answer as edge-1 does ("+dec0+")", func() bool {
 		code, dec := ds[1].decide(t, "203.0.113.77", "/")
 		return code == code0 && dec == dec0
 	})
@@ -74,7 +75,7 @@ func TestDaemonFleet(t *testing.T) {
 	for i := range 3 {
 		ds[0].appendLines(t, logLine("198.51.100.9", "/login", 401, now.Add(time.Duration(i)*time.Millisecond)))
 	}
-	ds[0].waitFor(t, "edge-1's three failures in Redis", func() bool {
+	testwait.Until(t, patience, "edge-1's three failures in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{test_login:"+redisKeyOf(t, "198.51.100.9")+"}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		return n >= 3
@@ -86,7 +87,7 @@ func TestDaemonFleet(t *testing.T) {
 	// others' events up to a flush interval late, later if a flush misses
 	// its deadline on a busy machine); the brute force goes on, and a
 	// failure after that trips the rule.
-	ds[1].waitFor(t, "all six failures in Redis", func() bool {
+	testwait.Until(t, patience, "all six failures in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{test_login:"+redisKeyOf(t, "198.51.100.9")+"}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		// More than 6 when a flush that missed its deadline on a busy
@@ -95,7 +96,7 @@ func TestDaemonFleet(t *testing.T) {
 		return n >= 6
 	})
 	more := 0
-	ds[1].waitFor(t, "edge-2 to block the fleet-wide brute force", func() bool {
+	testwait.Until(t, patience, "edge-2 to block the fleet-wide brute force", func() bool {
 		code, _ := ds[1].decide(t, "198.51.100.9", "/")
 		if code != code0 {
 			more++
@@ -106,7 +107,7 @@ func TestDaemonFleet(t *testing.T) {
 	if more > 20 {
 		t.Errorf("edge-2 tripped only after %d more failures", more)
 	}
-	ds[0].waitFor(t, "edge-1 to block it too", func() bool {
+	testwait.Until(t, patience, "edge-1 to block it too", func() bool {
 		code, _ := ds[0].decide(t, "198.51.100.9", "/")
 		return code == code0
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/guardd/guardd/mitigation/nginxtest"
+	"github.com/guardd/guardd/testwait"
 )
 
 // The nginx configuration of the tests: docs/nginx.md's upstreams and
@@ -81,7 +82,7 @@ func TestNginxEndToEnd(t *testing.T) {
 		}
 	}
 	blockedAt := time.Now()
-	waitUntil(t, "the attacker to be blocked", func() bool { code, _ := do(t, attacker, "GET", base+"/"); return code == 403 })
+	testwait.Until(t, patience, "the attacker to be blocked", func() bool { code, _ := do(t, attacker, "GET", base+"/"); return code == 403 })
 	t.Logf("blocked %v after the tripping request", time.Since(blockedAt).Round(time.Millisecond))
 	hits := appHits.Load()
 	for range 3 {
@@ -109,7 +110,7 @@ func TestNginxEndToEnd(t *testing.T) {
 		}
 		realHeader = resp.Header
 	}
-	waitUntil(t, "the spammer to be shadow-banned", func() bool {
+	testwait.Until(t, patience, "the spammer to be shadow-banned", func() bool {
 		before := inviteHits.Load()
 		code, body := do(t, spammer, "POST", base+"/api/invite")
 		return code == 200 && body == `{"ok":true}` && inviteHits.Load() == before
@@ -233,7 +234,7 @@ func TestNginxDecisionCount(t *testing.T) {
 		}
 	}
 	events := st.td.d.pm.Events.WithLabelValues("nginx_log")
-	waitUntil(t, "the three log lines to be read", func() bool { return testutil.ToFloat64(events) >= 3 })
+	testwait.Until(t, patience, "the three log lines to be read", func() bool { return testutil.ToFloat64(events) >= 3 })
 	// Counted at decision time and again from the log, the count would be 6
 	// and the rule would have tripped by now.
 	if n := testutil.ToFloat64(st.td.d.pm.Trips.WithLabelValues("invite_spam", "shadowban")); n != 0 {
@@ -315,7 +316,7 @@ func do(t *testing.T, c *http.Client, method, url string) (int, string) {
 }
 
 func waitHTTP(t *testing.T, url string) {
-	waitUntil(t, "nginx to listen", func() bool {
+	testwait.Until(t, patience, "nginx to listen", func() bool {
 		resp, err := http.Get(url)
 		if err != nil {
 			return false
@@ -323,15 +324,4 @@ func waitHTTP(t *testing.T, url string) {
 		resp.Body.Close()
 		return true
 	})
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // generous: the machine may be busy
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

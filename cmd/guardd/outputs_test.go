@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/mitigation/crowdsec"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestDaemonOutputs runs the daemon with the CrowdSec bouncer API, the
@@ -53,7 +54,7 @@ blocklist:
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	td.waitFor(t, "the feed to list the ban", func() bool {
+	testwait.Until(t, patience, "the feed to list the ban", func() bool {
 		code, body := get("http://"+blAddr+"/blocklist/ipv4.txt", nil)
 		return code == 200 && strings.Contains(body, "203.0.113.99")
 	})
@@ -64,7 +65,7 @@ blocklist:
 	if code, _ := get("http://"+csAddr+"/v1/decisions/stream?startup=true", map[string]string{"X-Api-Key": "wrong"}); code != 403 {
 		t.Fatalf("wrong bouncer key: %d, want 403", code)
 	}
-	td.waitFor(t, "the geo file", func() bool {
+	testwait.Until(t, patience, "the geo file", func() bool {
 		b, _ := os.ReadFile(geo)
 		return strings.Contains(string(b), "203.0.113.99")
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/guardd/guardd/characteristics/mmdbtest"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/testwait"
 )
 
 // decideXFF asks as nginx does for a request that came through a proxy.
@@ -147,7 +148,7 @@ func TestReloadUnderDecisions(t *testing.T) {
 	for range 20 {
 		td.d.reload()
 	}
-	td.waitFor(t, "decisions during the reloads", func() bool { return asked.Load() >= 40 })
+	testwait.Until(t, patience, "decisions during the reloads", func() bool { return asked.Load() >= 40 })
 	stop.Store(true)
 	wg.Wait()
 	if wrong.Load() != 0 {

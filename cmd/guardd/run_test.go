@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/testwait"
 )
 
 const testRule = `# METADATA
@@ -146,16 +147,9 @@ func (td *testDaemon) decide(t *testing.T, ip, uri string) (int, string) {
 	return resp.StatusCode, resp.Header.Get("X-Guardd-Decision")
 }
 
-func (td *testDaemon) waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // generous: the machine may be busy
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// patience bounds the polls of these tests: generous, as the machine may be
+// busy; a poll that succeeds returns at once.
+const patience = 30 * time.Second
 
 func TestDaemon(t *testing.T) {
 	dir := t.TempDir()
@@ -165,14 +159,14 @@ func TestDaemon(t *testing.T) {
 		td.appendLines(t, logLine("203.0.113.7", "/login", 401, now.Add(time.Duration(i)*time.Second)))
 	}
 	td.appendLines(t, "garbage line", logLine("198.51.100.1", "/login", 401, now))
-	td.waitFor(t, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
+	testwait.Until(t, patience, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
 	if c, d := td.decide(t, "203.0.113.7", "/x"); c != 401 || !strings.HasPrefix(d, "block;") {
 		t.Fatalf("attacker: %d %q", c, d)
 	}
 	if c, _ := td.decide(t, "198.51.100.1", "/"); c != 204 {
 		t.Fatalf("other client: %d, want 204", c)
 	}
-	td.waitFor(t, "the parse error to be counted", func() bool {
+	testwait.Until(t, patience, "the parse error to be counted", func() bool {
 		return testutil.ToFloat64(td.d.pm.ParseErrors.WithLabelValues("nginx_log")) == 1
 	})
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/testwait"
 )
 
 const liveJA4Rule = `# METADATA
@@ -51,7 +52,7 @@ fingerprint: {interfaces: [lo]}
 	td := startDaemon(t, dir)
 	defer td.stop(t)
 	// The capture is open once its drop counter is registered.
-	td.waitFor(t, "the capture on lo to open", func() bool {
+	testwait.Until(t, patience, "the capture on lo to open", func() bool {
 		mfs, _ := td.d.reg.Gather()
 		for _, mf := range mfs {
 			if mf.GetName() == "guardd_sniff_kernel_drops_total" {
@@ -91,7 +92,7 @@ fingerprint: {interfaces: [lo]}
 	}
 	// Both hellos are in the join table (loopback may carry other tests'
 	// traffic, so ask for these connections, not for a count).
-	td.waitFor(t, "both hellos in the join table", func() bool {
+	testwait.Until(t, patience, "both hellos in the join table", func() bool {
 		for _, p := range ports {
 			ev := characteristics.Event{IP: netip.MustParseAddr("127.0.0.1"), Port: p, Time: time.Now()}
 			if !td.d.join.Enrich(&ev) || ev.TLS.JA4 == "" {
@@ -101,7 +102,7 @@ fingerprint: {interfaces: [lo]}
 		return true
 	})
 	td.appendLines(t, lines...)
-	td.waitFor(t, "a mitigation on the sniffed JA4", func() bool {
+	testwait.Until(t, patience, "a mitigation on the sniffed JA4", func() bool {
 		for _, m := range td.d.store.List(time.Now()) {
 			if m.Rule == "live_ja4" && len(m.Scope) == 1 && m.Scope[0].Name == "tls.ja4" && strings.HasPrefix(m.Scope[0].Value, "t13") {
 				t.Logf("mitigation on %s", m.Scope)

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestGuarddProcess is guardd itself when GUARDD_TEST_ARGS is set: the
@@ -205,13 +206,13 @@ func TestDaemonStdin(t *testing.T) {
 				}
 			}
 			defer td.stop(t)
-			td.waitFor(t, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
+			testwait.Until(t, patience, "the attacker to be blocked", func() bool { c, _ := td.decide(t, "203.0.113.7", "/"); return c == 401 })
 			if c, _ := td.decide(t, "198.51.100.1", "/"); c != 204 {
 				t.Fatalf("other client: %d, want 204", c)
 			}
 			events, bad := td.d.pm.Events.WithLabelValues("nginx_log"), td.d.pm.ParseErrors.WithLabelValues("nginx_log")
 			// Every line, the malformed one too.
-			td.waitFor(t, "every line read", func() bool { return testutil.ToFloat64(events) == float64(len(lines)) })
+			testwait.Until(t, patience, "every line read", func() bool { return testutil.ToFloat64(events) == float64(len(lines)) })
 			if n := testutil.ToFloat64(bad); n != 1 {
 				t.Errorf("%v parse errors, want 1", n)
 			}
@@ -262,7 +263,6 @@ func TestRunStdinProcess(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	td := &testDaemon{}
 	decide := func() int {
 		req, _ := http.NewRequest("GET", "http://"+decision+"/v1/decide", nil)
 		req.Header.Set("X-Real-IP", "203.0.113.7")
@@ -275,12 +275,12 @@ func TestRunStdinProcess(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	td.waitFor(t, "the daemon to answer", func() bool { return decide() == 204 })
+	testwait.Until(t, patience, "the daemon to answer", func() bool { return decide() == 204 })
 	now := time.Now()
 	for i := range 6 {
 		fmt.Fprintln(in, logLine("203.0.113.7", "/login", 401, now.Add(time.Duration(i)*time.Second)))
 	}
-	td.waitFor(t, "the client to be blocked", func() bool { return decide() == 401 })
+	testwait.Until(t, patience, "the client to be blocked", func() bool { return decide() == 401 })
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/mitigation/nginxtest"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestNginxSyslogDrops: guardd, a process of its own, is stopped on purpose
@@ -60,7 +61,7 @@ func TestNginxSyslogDrops(t *testing.T) {
 		}
 		return out
 	}
-	waitUntil(t, "guardd to serve its metrics", func() bool { return metrics() != nil })
+	testwait.Until(t, patience, "guardd to serve its metrics", func() bool { return metrics() != nil })
 
 	// nginx without the decision API: only its log matters here.
 	ngx := fmt.Sprintf(`daemon off;
@@ -81,7 +82,7 @@ http {
 `, dir, recommendedFormat, strings.Replace(docsSyslogLine(t), "unix:/run/guardd/nginx.sock", fmt.Sprintf("127.0.0.1:%d", port), 1), nport)
 	nginxtest.Start(t, nginx, dir, ngx)
 	base := fmt.Sprintf("http://127.0.0.1:%d", nport)
-	waitUntil(t, "nginx to listen", func() bool {
+	testwait.Until(t, patience, "nginx to listen", func() bool {
 		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 		if err == nil {
 			c.Close()
@@ -103,7 +104,7 @@ http {
 	}
 	cmd.Process.Signal(syscall.SIGCONT)
 	var m map[string]float64
-	waitUntil(t, "every request read or counted as dropped", func() bool {
+	testwait.Until(t, patience, "every request read or counted as dropped", func() bool {
 		m = metrics()
 		return m["guardd_syslog_messages_total"]+m["guardd_syslog_dropped_datagrams_total"] == requests
 	})

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/guardd/guardd/mitigation/nginxtest"
+	"github.com/guardd/guardd/testwait"
 )
 
 const hostRule = `# METADATA
@@ -151,7 +152,7 @@ func TestNginxSyslogTwoHosts(t *testing.T) {
 				inNetns(t, ns, func() { c, err = net.DialTimeout(network, addr, 2*time.Second) })
 				return c, err
 			}}}
-		waitUntil(t, ns+"'s nginx to answer", func() bool {
+		testwait.Until(t, patience, ns+"'s nginx to answer", func() bool {
 			resp, err := clients[i].Get("http://127.0.0.1:8080/")
 			if err == nil {
 				resp.Body.Close()
@@ -186,14 +187,14 @@ func TestNginxSyslogTwoHosts(t *testing.T) {
 		login(1)
 	}
 	events := td.d.pm.Events.WithLabelValues("nginx_log")
-	waitUntil(t, "the six lines", func() bool { return testutil.ToFloat64(events) >= 6 })
+	testwait.Until(t, patience, "the six lines", func() bool { return testutil.ToFloat64(events) >= 6 })
 	if got := tripped(); len(got) != 0 {
 		t.Fatalf("tripped %v after three logins per host", got)
 	}
 	login(0)
-	waitUntil(t, "web-0 to trip", func() bool { return slices.Equal(tripped(), []string{"syslog.host=web-0"}) })
+	testwait.Until(t, patience, "web-0 to trip", func() bool { return slices.Equal(tripped(), []string{"syslog.host=web-0"}) })
 	login(1)
-	waitUntil(t, "web-1 to trip", func() bool {
+	testwait.Until(t, patience, "web-1 to trip", func() bool {
 		return slices.Equal(tripped(), []string{"syslog.host=web-0", "syslog.host=web-1"})
 	})
 }

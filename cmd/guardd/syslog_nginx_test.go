@@ -17,6 +17,7 @@ import (
 
 	"github.com/guardd/guardd/ingest/syslog"
 	"github.com/guardd/guardd/mitigation/nginxtest"
+	"github.com/guardd/guardd/testwait"
 )
 
 // docsSyslogLine returns docs/nginx.md's access_log line for syslog.
@@ -76,7 +77,7 @@ func startSyslogStack(t *testing.T, dir, listen, accessLog string) *syslogStack 
 		fmt.Sprintf("access_log %s/access.log guardd;", dir), accessLog, 1)
 	nginxtest.Start(t, nginx, dir, conf)
 	st.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitUntil(t, "nginx to listen", func() bool {
+	testwait.Until(t, patience, "nginx to listen", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()
@@ -134,14 +135,14 @@ func TestNginxSyslog(t *testing.T) {
 					t.Fatalf("login attempt %d: %d, want the app's 401", i, code)
 				}
 			}
-			waitUntil(t, "the attacker to be blocked", func() bool { return st.do(t, attacker, "GET", "/") == 403 })
+			testwait.Until(t, patience, "the attacker to be blocked", func() bool { return st.do(t, attacker, "GET", "/") == 403 })
 			if code := st.do(t, ordinary, "GET", "/"); code != 200 {
 				t.Fatalf("ordinary client after the trip: %d", code)
 			}
 			// Every request's line arrives, once.
 			d := st.td.d
 			events := d.pm.Events.WithLabelValues("nginx_log")
-			waitUntil(t, "every line read", func() bool {
+			testwait.Until(t, patience, "every line read", func() bool {
 				return int64(testutil.ToFloat64(events)) == st.requests.Load()
 			})
 			s := d.syslog.Stats(tc.network)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/mitigation/nginxtest"
+	"github.com/guardd/guardd/testwait"
 )
 
 // The concurrency and shedding rules of TestNginxConcurrencyAndShedding.
@@ -84,7 +85,7 @@ func TestNginxConcurrencyAndShedding(t *testing.T) {
 			<-release
 		}
 		if !strings.HasPrefix(r.URL.Path, "/pay") {
-			time.Sleep(time.Duration(slowMS.Load()) * time.Millisecond)
+			time.Sleep(time.Duration(slowMS.Load()) * time.Millisecond) // a slow application: the load that sheds
 		}
 		io.WriteString(w, "app\n")
 	})}
@@ -135,7 +136,7 @@ shedding:
 			codes <- resp.StatusCode
 		}()
 	}
-	waitUntil(t, "two requests held in the application", func() bool { return holding.Load() == 2 })
+	testwait.Until(t, patience, "two requests held in the application", func() bool { return holding.Load() == 2 })
 	resp := doResp(t, a, "GET", base+"/slow/third")
 	resp.Body.Close()
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || resp.Header.Get("RateLimit-Policy") != `"slow_conc";q=2` {
@@ -151,7 +152,7 @@ shedding:
 		}
 	}
 	// The held requests' log lines give their slots back.
-	waitUntil(t, "a slot back after the log lines", func() bool {
+	testwait.Until(t, patience, "a slot back after the log lines", func() bool {
 		code, _ := do(t, a, "GET", base+"/slow/after")
 		return code == 200
 	})
@@ -179,7 +180,7 @@ shedding:
 	defer func() { close(stop); load.Wait() }()
 	critical := client("127.0.0.33")
 	payOK := 0
-	waitUntil(t, "best effort to be shed", func() bool {
+	testwait.Until(t, patience, "best effort to be shed", func() bool {
 		if code, _ := do(t, critical, "GET", base+"/pay/now"); code == 200 {
 			payOK++
 		}
@@ -187,7 +188,7 @@ shedding:
 		resp.Body.Close()
 		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "1"
 	})
-	waitUntil(t, "the default class to be shed too", func() bool {
+	testwait.Until(t, patience, "the default class to be shed too", func() bool {
 		code, _ := do(t, critical, "GET", base+"/home")
 		return code == 503
 	})
@@ -203,7 +204,7 @@ shedding:
 
 	// The application is fast again: shedding steps down after its hold.
 	slowMS.Store(0)
-	waitUntil(t, "shedding to stop", func() bool {
+	testwait.Until(t, patience, "shedding to stop", func() bool {
 		code, _ := do(t, critical, "GET", base+"/search?q=z")
 		return code == 200
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/counting/redis/redistest"
+	"github.com/guardd/guardd/testwait"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -127,7 +128,7 @@ func TestClusterMasterDown(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-nd.done })
 		nodes = append(nodes, nd)
 	}
-	redistest.WaitFor(t, 30*time.Second, "both nodes to see three endpoints and each other", func() bool {
+	testwait.Until(t, 30*time.Second, "both nodes to see three endpoints and each other", func() bool {
 		for _, nd := range nodes {
 			st := nd.f.Status()
 			if len(st.Endpoints) != 3 || st.LiveNodes != 2 {
@@ -157,14 +158,14 @@ func TestClusterMasterDown(t *testing.T) {
 		}
 	}
 	deadKey := "guardd:{cmlocal:" + strconv.FormatUint(dead[Local], 16) + "}"
-	redistest.WaitFor(t, 30*time.Second, "the first delta on the victim", func() bool {
+	testwait.Until(t, 30*time.Second, "the first delta on the victim", func() bool {
 		v, _ := cl[victim].Cmd("HGET", deadKey, "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		return n >= float64(before)
 	})
 
 	cl[victim].Kill()
-	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to open on both nodes", func() bool {
+	testwait.Until(t, 60*time.Second, "the victim's breaker to open on both nodes", func() bool {
 		for _, nd := range nodes {
 			nd.c[Open].Add(dead[Open], 1, time.Now().UnixNano()) // traffic, so its flushes fail
 		}
@@ -223,13 +224,13 @@ func TestClusterMasterDown(t *testing.T) {
 
 	// Restart: the breaker closes, the outage's counts reach the victim.
 	cl[victim].Restart()
-	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to close on both nodes", func() bool {
+	testwait.Until(t, 60*time.Second, "the victim's breaker to close on both nodes", func() bool {
 		for _, nd := range nodes {
 			nd.c[Open].Add(dead[Open], 1, time.Now().UnixNano())
 		}
 		return nodes[0].f.Healthy() && nodes[1].f.Healthy()
 	})
-	redistest.WaitFor(t, 60*time.Second, "the outage's counts on the restarted victim", func() bool {
+	testwait.Until(t, 60*time.Second, "the outage's counts on the restarted victim", func() bool {
 		v, _ := cl[victim].Cmd("HGET", deadKey, "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		// The restarted master is empty (no persistence): it gets the
@@ -244,7 +245,7 @@ func TestClusterMasterDown(t *testing.T) {
 	fresh := keyOnMaster(t, cl, "cmopen", 0, 1<<20)
 	cl[victim].Stop()
 	defer cl[victim].Cont()
-	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to open on missed deadlines", func() bool {
+	testwait.Until(t, 60*time.Second, "the victim's breaker to open on missed deadlines", func() bool {
 		nodes[0].c[Local].Add(dead[Local], 1, time.Now().UnixNano())
 		return endpointBreaker(nodes[0].f, cl[victim].Addr) == "open"
 	})
@@ -252,7 +253,7 @@ func TestClusterMasterDown(t *testing.T) {
 	liveKey := "guardd:{cmopen:" + strconv.FormatUint(fresh, 16) + "}"
 	mark, _ := cl[0].Cmd("HGET", liveKey, "c")
 	m0, _ := strconv.ParseFloat(mark, 64)
-	redistest.WaitFor(t, 60*time.Second, "a live master's count to move while the victim is blackholed", func() bool {
+	testwait.Until(t, 60*time.Second, "a live master's count to move while the victim is blackholed", func() bool {
 		nodes[0].c[Open].Add(fresh, 1, time.Now().UnixNano())
 		v, _ := cl[0].Cmd("HGET", liveKey, "c")
 		n, _ := strconv.ParseFloat(v, 64)
@@ -260,7 +261,7 @@ func TestClusterMasterDown(t *testing.T) {
 	})
 	checkLiveClosed("while the victim is blackholed")
 	cl[victim].Cont()
-	redistest.WaitFor(t, 60*time.Second, "the victim's breaker to close after SIGCONT", func() bool {
+	testwait.Until(t, 60*time.Second, "the victim's breaker to close after SIGCONT", func() bool {
 		nodes[0].c[Local].Add(dead[Local], 1, time.Now().UnixNano())
 		return nodes[0].f.Healthy()
 	})
@@ -363,7 +364,7 @@ func TestClusterFailover(t *testing.T) {
 		fs, cs = append(fs, f), append(cs, c)
 	}
 	f, c := fs[0], cs[0]
-	redistest.WaitFor(t, 30*time.Second, "three endpoints, the masters, and two live nodes", func() bool {
+	testwait.Until(t, 30*time.Second, "three endpoints, the masters, and two live nodes", func() bool {
 		st := f.Status()
 		if len(st.Endpoints) != 3 || st.LiveNodes != 2 || fs[1].Status().LiveNodes != 2 {
 			return false
@@ -397,7 +398,7 @@ func TestClusterFailover(t *testing.T) {
 	// The first event and its grant land before the kill, so the node
 	// holds a lease of the key when its master dies (with the kill first,
 	// the first flush alone would fail and open the breaker).
-	redistest.WaitFor(t, 30*time.Second, "the first event counted on the victim", func() bool {
+	testwait.Until(t, 30*time.Second, "the first event counted on the victim", func() bool {
 		v, _ := masters[victim].Cmd("HGET", key, "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		return n > 0
@@ -405,13 +406,13 @@ func TestClusterFailover(t *testing.T) {
 	// And on its replica: a grant the kill loses with an unreplicated
 	// write is budget the new master grants again (Redis replication is
 	// asynchronous), which the whole-scenario limit below cannot allow.
-	redistest.WaitFor(t, 30*time.Second, "the victim's writes on its replica", func() bool {
+	testwait.Until(t, 30*time.Second, "the victim's writes on its replica", func() bool {
 		m, err1 := masters[victim].Info("replication", "master_repl_offset")
 		r, err2 := replicas[victim].Info("replication", "slave_repl_offset")
 		return err1 == nil && err2 == nil && m == r
 	})
 	masters[victim].Kill()
-	redistest.WaitFor(t, 60*time.Second, "the dead master's breaker to open", func() bool {
+	testwait.Until(t, 60*time.Second, "the dead master's breaker to open", func() bool {
 		addDead()
 		return endpointBreaker(f, masters[victim].Addr) == "open"
 	})
@@ -421,11 +422,11 @@ func TestClusterFailover(t *testing.T) {
 	if c.Add(live, 1, time.Now().UnixNano()).Exceeded {
 		t.Error("a key on a live master was refused during the outage")
 	}
-	redistest.WaitFor(t, 60*time.Second, "the replica promoted", func() bool {
+	testwait.Until(t, 60*time.Second, "the replica promoted", func() bool {
 		v, _ := replicas[victim].Info("replication", "role")
 		return v == "master"
 	})
-	redistest.WaitFor(t, 60*time.Second, "both nodes on the promoted replica: its endpoint closed, the dead master's gone", func() bool {
+	testwait.Until(t, 60*time.Second, "both nodes on the promoted replica: its endpoint closed, the dead master's gone", func() bool {
 		on := true
 		for i, f := range fs {
 			addOn(cs[i]) // traffic, so that each node's breaker opens and it reads the topology every cool-down
@@ -443,7 +444,7 @@ func TestClusterFailover(t *testing.T) {
 				testutil.ToFloat64(f.met.flushes.WithLabelValues("timeout")), testutil.ToFloat64(f.met.flushes.WithLabelValues("skipped")))
 		}
 	}()
-	redistest.WaitFor(t, 60*time.Second, "the key counted on the new master", func() bool {
+	testwait.Until(t, 60*time.Second, "the key counted on the new master", func() bool {
 		if last = addDead(); last.Exceeded {
 			return false
 		}
@@ -470,7 +471,7 @@ func TestClusterFailover(t *testing.T) {
 		okFrom[i] = outcome(f, "ok")
 	}
 	clean := 0
-	redistest.WaitFor(t, 60*time.Second, "both nodes' scripts through to the promoted master", func() bool {
+	testwait.Until(t, 60*time.Second, "both nodes' scripts through to the promoted master", func() bool {
 		addProbe()
 		settled := true
 		for i, f := range fs {
@@ -523,14 +524,14 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}()
 	oldMaster.Restart()
-	redistest.WaitFor(t, 60*time.Second, "the old master back as a replica of the promoted one", func() bool {
+	testwait.Until(t, 60*time.Second, "the old master back as a replica of the promoted one", func() bool {
 		addProbe()
 		role, _ := oldMaster.Info("replication", "role")
 		port, _ := oldMaster.Info("replication", "master_port")
 		link, _ := oldMaster.Info("replication", "master_link_status")
 		return role == "slave" && port == strconv.Itoa(newMaster.Port) && link == "up"
 	})
-	redistest.WaitFor(t, 60*time.Second, "the client to know the old master as a cluster node", func() bool {
+	testwait.Until(t, 60*time.Second, "the client to know the old master as a cluster node", func() bool {
 		addProbe()
 		cl, err := conn.get()
 		if err != nil {
@@ -559,7 +560,7 @@ func TestClusterFailover(t *testing.T) {
 	// A fleet topology read after the rejoin, on both nodes, now rather
 	// than at the periodic one (10 s).
 	mark := time.Now().UnixNano()
-	redistest.WaitFor(t, 30*time.Second, "a fleet topology read after the rejoin", func() bool {
+	testwait.Until(t, 30*time.Second, "a fleet topology read after the rejoin", func() bool {
 		addProbe()
 		read := true
 		for _, f := range fs {
@@ -592,7 +593,7 @@ func TestClusterFailover(t *testing.T) {
 	// 100: what is left is no event to grant).
 	var refused [2]int
 	sent := 0
-	redistest.WaitFor(t, 60*time.Second, "the dead key's count to grow on the new master until both nodes refuse", func() bool {
+	testwait.Until(t, 60*time.Second, "the dead key's count to grow on the new master until both nodes refuse", func() bool {
 		for i, c := range cs {
 			if last = addOn(c); !last.Exceeded {
 				refused[i] = 0
@@ -697,7 +698,7 @@ func TestClusterPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	runFleet(t, f)
-	redistest.WaitFor(t, 30*time.Second, "three closed endpoints", func() bool {
+	testwait.Until(t, 30*time.Second, "three closed endpoints", func() bool {
 		for _, s := range cl {
 			if endpointBreaker(f, s.Addr) != "closed" {
 				return false
@@ -714,7 +715,7 @@ func TestClusterPartition(t *testing.T) {
 		}
 	}()
 	var worst time.Duration
-	redistest.WaitFor(t, 60*time.Second, "the partitioned master's breaker to open on missed deadlines", func() bool {
+	testwait.Until(t, 60*time.Second, "the partitioned master's breaker to open on missed deadlines", func() bool {
 		t0 := time.Now()
 		c.Add(dead, 2, t0.UnixNano())
 		worst = max(worst, time.Since(t0))
@@ -727,7 +728,7 @@ func TestClusterPartition(t *testing.T) {
 		t.Error("on_store_error closed allowed a key of the partitioned master")
 	}
 	key := "guardd:{cp:" + strconv.FormatUint(live, 16) + "}"
-	redistest.WaitFor(t, 60*time.Second, "a live master's key counted during the partition", func() bool {
+	testwait.Until(t, 60*time.Second, "a live master's key counted during the partition", func() bool {
 		if c.Add(live, 2, time.Now().UnixNano()).Exceeded {
 			return false
 		}
@@ -742,7 +743,7 @@ func TestClusterPartition(t *testing.T) {
 	}
 	run("ip", "netns", "exec", ns, "nft", "delete table inet guardd_cpart")
 	healed = true
-	redistest.WaitFor(t, 60*time.Second, "the breaker to close after the partition heals", func() bool {
+	testwait.Until(t, 60*time.Second, "the breaker to close after the partition heals", func() bool {
 		c.Add(dead, 1, time.Now().UnixNano())
 		return f.Healthy()
 	})

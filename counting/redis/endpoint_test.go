@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/testwait"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -162,13 +163,15 @@ func keyOnFrom(t *testing.T, fc *fakeCluster, rule string, ep string, from uint6
 
 func waitEndpoints(t *testing.T, f *Fleet, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.Status().Endpoints) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("endpoints %+v, want %d", f.Status().Endpoints, n)
+	// Each poll flushes: the background topology read is what is awaited.
+	if !testwait.For(10*time.Second, func() bool {
+		if len(f.Status().Endpoints) == n {
+			return true
 		}
 		f.Flush(context.Background())
-		time.Sleep(time.Millisecond) // polling a condition (the background topology read), with a deadline
+		return false
+	}) {
+		t.Fatalf("endpoints %+v, want %d", f.Status().Endpoints, n)
 	}
 }
 

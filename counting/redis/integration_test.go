@@ -17,6 +17,7 @@ import (
 
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/counting/redis/redistest"
+	"github.com/guardd/guardd/testwait"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -146,7 +147,7 @@ func startNodes(t *testing.T, opt Options, rule Rule, n int, cfg Config) []*node
 		t.Cleanup(func() { cancel(); <-nd.done })
 		nodes = append(nodes, nd)
 	}
-	redistest.WaitFor(t, 5*time.Second, "every node to see the others", func() bool {
+	testwait.Until(t, 5*time.Second, "every node to see the others", func() bool {
 		for _, nd := range nodes {
 			if nd.f.Status().LiveNodes != n {
 				return false
@@ -263,13 +264,13 @@ func TestKillRestart(t *testing.T) {
 			before++
 		}
 	}
-	redistest.WaitFor(t, 30*time.Second, "the first delta in Redis", func() bool {
+	testwait.Until(t, 30*time.Second, "the first delta in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{klocal:1}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		return n >= float64(before)
 	})
 	srv.Kill()
-	redistest.WaitFor(t, 30*time.Second, "the breaker to open", func() bool {
+	testwait.Until(t, 30*time.Second, "the breaker to open", func() bool {
 		open.Add(2, 1, time.Now().UnixNano()) // traffic, so flushes fail
 		return !f.Healthy()
 	})
@@ -291,8 +292,8 @@ func TestKillRestart(t *testing.T) {
 		t.Errorf("on_store_error local admitted %d, want the %d left of 100", admitted, 100-before)
 	}
 	srv.Restart()
-	redistest.WaitFor(t, 30*time.Second, "the breaker to close", f.Healthy)
-	redistest.WaitFor(t, 30*time.Second, "the outage's deltas in Redis", func() bool {
+	testwait.Until(t, 30*time.Second, "the breaker to close", f.Healthy)
+	testwait.Until(t, 30*time.Second, "the outage's deltas in Redis", func() bool {
 		v, _ := srv.Cmd("HGET", "guardd:{klocal:1}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		// The restarted server is empty: it gets the events counted
@@ -312,19 +313,19 @@ func TestKillRestart(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	master := redistest.Start(t, 0)
 	replica := redistest.Start(t, 0, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
-	redistest.WaitFor(t, 10*time.Second, "the replica to sync", func() bool {
+	testwait.Until(t, 10*time.Second, "the replica to sync", func() bool {
 		v, _ := replica.Info("replication", "master_link_status")
 		return v == "up"
 	})
 	sent := redistest.StartSentinel(t, "guardd", master)
-	redistest.WaitFor(t, 10*time.Second, "the sentinel to see the replica", func() bool {
+	testwait.Until(t, 10*time.Second, "the sentinel to see the replica", func() bool {
 		v, _ := sent.Info("sentinel", "master0")
 		return v != "" && !contains(v, "slaves=0")
 	})
 	rule := Rule{Name: "sent", Limit: counting.Limit{Period: time.Hour, Requests: 1000}}
 	nodes := startNodes(t, Options{Addresses: []string{sent.Addr}, Mode: Sentinel, MasterName: "guardd"}, rule, 2, Config{Cooldown: 200 * time.Millisecond})
 	admitted := 0
-	redistest.WaitFor(t, 10*time.Second, "100 events admitted on node 0", func() bool {
+	testwait.Until(t, 10*time.Second, "100 events admitted on node 0", func() bool {
 		for range 10 {
 			if !nodes[0].c.Add(9, 1, time.Now().UnixNano()).Exceeded {
 				admitted++
@@ -332,7 +333,7 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		return admitted >= 100
 	})
-	redistest.WaitFor(t, 5*time.Second, "the count replicated", func() bool {
+	testwait.Until(t, 5*time.Second, "the count replicated", func() bool {
 		v, _ := replica.Cmd("HGET", "guardd:{sent:9}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
 		return n >= float64(admitted) // admitted events are counted, on a lease or beyond
@@ -340,11 +341,11 @@ func TestSentinelFailover(t *testing.T) {
 	v, _ := replica.Cmd("HGET", "guardd:{sent:9}", "c")
 	mark, _ := strconv.ParseFloat(v, 64)
 	master.Kill()
-	redistest.WaitFor(t, 30*time.Second, "the replica promoted", func() bool {
+	testwait.Until(t, 30*time.Second, "the replica promoted", func() bool {
 		v, _ := replica.Info("replication", "role")
 		return v == "master"
 	})
-	redistest.WaitFor(t, 30*time.Second, "the fleet to count on the new master", func() bool {
+	testwait.Until(t, 30*time.Second, "the fleet to count on the new master", func() bool {
 		nodes[1].c.Add(9, 1, time.Now().UnixNano())
 		v, _ := replica.Cmd("HGET", "guardd:{sent:9}", "c")
 		n, _ := strconv.ParseFloat(v, 64)
@@ -432,7 +433,7 @@ func TestPartition(t *testing.T) {
 	nd := nodes[0]
 	run("ip", "netns", "exec", ns, "nft", "add table inet guardd_part; add chain inet guardd_part in { type filter hook input priority 0; policy drop; }")
 	var worst time.Duration
-	redistest.WaitFor(t, 60*time.Second, "the breaker to open on missed deadlines", func() bool {
+	testwait.Until(t, 60*time.Second, "the breaker to open on missed deadlines", func() bool {
 		t0 := time.Now()
 		nd.c.Add(5, 1, t0.UnixNano())
 		worst = max(worst, time.Since(t0))
@@ -445,7 +446,7 @@ func TestPartition(t *testing.T) {
 		t.Errorf("a decision took %v during the partition (deadline %v): Add must not wait on Redis", worst, deadline)
 	}
 	run("ip", "netns", "exec", ns, "nft", "delete table inet guardd_part")
-	redistest.WaitFor(t, 60*time.Second, "the breaker to close after the partition heals", func() bool {
+	testwait.Until(t, 60*time.Second, "the breaker to close after the partition heals", func() bool {
 		nd.c.Add(5, 1, time.Now().UnixNano())
 		return nd.f.Healthy()
 	})
@@ -462,7 +463,7 @@ func TestBlackhole(t *testing.T) {
 	srv.Stop()
 	defer srv.Cont()
 	k := uint64(0)
-	redistest.WaitFor(t, 10*time.Second, "the breaker to open", func() bool {
+	testwait.Until(t, 10*time.Second, "the breaker to open", func() bool {
 		k++
 		nd.c.Add(k, 1, time.Now().UnixNano())
 		return !nd.f.Healthy()
@@ -471,7 +472,7 @@ func TestBlackhole(t *testing.T) {
 		t.Error("on_store_error closed allowed while Redis is blackholed")
 	}
 	srv.Cont()
-	redistest.WaitFor(t, 10*time.Second, "the breaker to close", func() bool {
+	testwait.Until(t, 10*time.Second, "the breaker to close", func() bool {
 		nd.c.Add(k, 1, time.Now().UnixNano())
 		return nd.f.Healthy()
 	})

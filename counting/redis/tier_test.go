@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/counting"
+	"github.com/guardd/guardd/testwait"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -336,12 +337,8 @@ func TestCounterReuseAndRelease(t *testing.T) {
 	}
 	// The dropped counters are freed by the garbage collector, then
 	// forgotten: poll with a deadline.
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Counters() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d counters in the flush loop after 50 reloads, want 1", f.Counters())
-		}
-		runtime.GC()
+	if !testwait.For(10*time.Second, func() bool { runtime.GC(); return f.Counters() == 1 }) {
+		t.Fatalf("%d counters in the flush loop after 50 reloads, want 1", f.Counters())
 	}
 	f.Flush(context.Background())
 	runtime.KeepAlive(keep)

@@ -7,13 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/ingest/decap"
 )
 
@@ -85,7 +85,7 @@ func BenchmarkReadPacket(b *testing.B) {
 			var p Packet
 			var bytesRead int64
 			b.ReportAllocs()
-			start, cpu0 := time.Now(), cpuTime()
+			start, cpu0 := time.Now(), cputime.Process()
 			for b.Loop() {
 				err := s.ReadPacket(&p)
 				if err == io.EOF {
@@ -120,7 +120,7 @@ func BenchmarkReadBatch(b *testing.B) {
 	batch := NewBatch(1024)
 	var packets, bytesRead int64
 	b.ReportAllocs()
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Process()
 	for b.Loop() {
 		err := s.ReadBatch(batch)
 		if err == io.EOF {
@@ -140,7 +140,7 @@ func BenchmarkReadBatch(b *testing.B) {
 	el := time.Since(start).Seconds()
 	b.ReportMetric(float64(packets)/el, "packets/s")
 	b.ReportMetric(float64(bytesRead)/el/1e6, "MB/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(packets), "cpu-ns/packet")
+	b.ReportMetric(float64(cputime.Since(cpu0))/float64(packets), "cpu-ns/packet")
 }
 
 // BenchmarkReadDecode is the front of the sniffer on one core: read a pcap
@@ -157,7 +157,7 @@ func BenchmarkReadDecode(b *testing.B) {
 		dp decap.Packet
 	)
 	b.ReportAllocs()
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Process()
 	for b.Loop() {
 		err := s.ReadPacket(&p)
 		if err == io.EOF {
@@ -179,17 +179,9 @@ func BenchmarkReadDecode(b *testing.B) {
 	reportCPU(b, cpu0)
 }
 
-// cpuTime is the CPU time used by the process. On a shared machine, CPU time
-// per operation is steadier than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU adds cpu-ns/op and the packets per second one core sustains.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	per := float64(cpuTime()-cpu0) / float64(b.N)
+	per := float64(cputime.Since(cpu0)) / float64(b.N)
 	b.ReportMetric(per, "cpu-ns/op")
 	b.ReportMetric(1e9/per, "packets/cpu-s")
 }

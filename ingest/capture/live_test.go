@@ -20,6 +20,7 @@ import (
 
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/guardd/guardd/ingest/decap"
+	"github.com/guardd/guardd/testwait"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,11 +116,18 @@ func TestLiveFragments(t *testing.T) {
 	defer c6.Close()
 	msg := bytes.Repeat([]byte("0123456789abcdef"), 200) // 3200 bytes: three fragments
 	for _, c := range []net.Conn{c4, c6} {
-		for range 2 { // the first may wait for neighbour resolution
-			if _, err := c.Write(msg); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		// The first datagram may wait for neighbour resolution; the second
+		// goes once the neighbour is known.
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		dst := c.RemoteAddr().(*net.UDPAddr).IP.String()
+		testwait.Until(t, 10*time.Second, "the neighbour "+dst+" to be resolved", func() bool {
+			out, err := exec.Command("ip", "-n", a, "neigh", "show", "to", dst).Output()
+			return err == nil && bytes.Contains(out, []byte("lladdr"))
+		})
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
 		}
 	}
 	d := decap.NewDecoder(decap.Config{Defragment: true})
@@ -422,7 +430,9 @@ func TestLiveClose(t *testing.T) {
 		var p Packet
 		done <- src.ReadPacket(&p)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	testwait.Until(t, 10*time.Second, "ReadPacket to wait for a packet", func() bool {
+		return testwait.Blocked("capture.(*LiveSource).ReadPacket")
+	})
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}

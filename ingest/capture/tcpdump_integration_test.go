@@ -4,9 +4,11 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/guardd/guardd/ingest/decap"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestTcpdumpFiles captures on lo of a throwaway namespace with tcpdump and
@@ -68,16 +71,35 @@ func TestTcpdumpFiles(t *testing.T) {
 				cmd.Wait()
 				t.Fatal("capture tool did not start")
 			}
-			time.Sleep(300 * time.Millisecond)
-			var conn net.Conn
+			// Unconnected: nothing listens on 9999, and a connected socket
+			// would fail the write after a port unreachable.
+			var conn net.PacketConn
 			var err error
-			inNetns(t, ns, func() { conn, err = net.Dial("udp4", "127.0.0.1:9999") })
+			inNetns(t, ns, func() { conn, err = net.ListenPacket("udp4", "127.0.0.1:0") })
 			if err != nil {
 				t.Fatal(err)
 			}
-			conn.Write([]byte("from-" + c.args[0]))
+			to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9999}
+			// Both tools write each packet as it comes (tcpdump -U,
+			// dumpcap always), but dumpcap says "Capturing on" before its
+			// filter is attached: probe until the file holds a probe, then
+			// send the datagram once and stop the tool when it is written.
+			probe, payload := []byte("probe"), []byte("from-"+c.args[0])
+			written := func(b []byte) func() bool {
+				return func() bool {
+					f, _ := os.ReadFile(path)
+					return bytes.Contains(f, b)
+				}
+			}
+			testwait.Until(t, 20*time.Second, c.args[0]+" to capture a probe", func() bool {
+				conn.WriteTo(probe, to)
+				return testwait.For(50*time.Millisecond, written(probe))
+			})
+			if _, err := conn.WriteTo(payload, to); err != nil {
+				t.Fatal(err)
+			}
 			conn.Close()
-			time.Sleep(500 * time.Millisecond)
+			testwait.Until(t, 20*time.Second, c.args[0]+" to write the datagram to its file", written(payload))
 			cmd.Process.Signal(syscall.SIGINT)
 			cmd.Wait()
 

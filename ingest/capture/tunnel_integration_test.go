@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/ingest/decap"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestKernelTunnels builds two namespaces joined by a veth pair, runs each
@@ -76,51 +77,61 @@ func TestKernelTunnels(t *testing.T) {
 				dst = fmt.Sprintf("[fd00:%d::2]:9999", 100+i)
 			}
 			msg := "via-" + k.name
-			inNetns(t, a, func() {
-				var c net.Conn
-				if c, err = net.Dial("udp", dst); err != nil {
-					return
-				}
-				defer c.Close()
-				for range 3 { // the first may wait for ARP
-					c.Write([]byte(msg))
-					time.Sleep(100 * time.Millisecond)
-				}
-			})
+			// Unconnected: nothing listens on 9999, and a connected socket
+			// would fail the write after a port unreachable.
+			var c net.PacketConn
+			inNetns(t, a, func() { c, err = net.ListenPacket("udp", ":0") })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			to, err := net.ResolveUDPAddr("udp", dst)
 			if err != nil {
 				t.Fatal(err)
 			}
 			found := 0
 			var p Packet
-			for {
-				err := src.ReadPacket(&p)
-				if errors.Is(err, ErrTimeout) {
-					break
-				}
-				if err != nil {
+			// Send, then read until the capture goes quiet; again until a
+			// datagram is decoded (the first may wait for ARP).
+			testwait.Until(t, 20*time.Second, "a "+msg+" datagram decoded from the underlay", func() bool {
+				if _, err := c.WriteTo([]byte(msg), to); err != nil {
 					t.Fatal(err)
 				}
-				var dp decap.Packet
-				if err := d.Decode(p.Data, p.LinkType, &dp); err != nil {
-					if !errors.Is(err, decap.ErrNotTransport) {
-						t.Errorf("frame %d: %v\n%x", p.Frame, err, p.Data)
-					}
-					continue
-				}
-				if string(dp.Payload) != msg {
-					continue
-				}
-				found++
-				if dp.Encap&^(decap.EncapIPv6Ext) != k.encap || dp.DstPort != 9999 {
-					t.Errorf("encap %#x port %d, want encap %#x port 9999\n%x", dp.Encap, dp.DstPort, k.encap, p.Data)
-				}
-			}
-			if found == 0 {
-				t.Errorf("no %q datagram decoded from the underlay", msg)
-			}
+				readQuiet(t, src, d, &p, msg, k.encap, &found)
+				return found > 0
+			})
 		})
 	}
 	if os.Getenv("GUARDD_KEEP_NETNS") != "" {
 		t.Log("namespaces", a, b)
+	}
+}
+
+// readQuiet reads src until its read timeout passes without a packet,
+// counting in found the datagrams carrying msg, and checks their encap.
+func readQuiet(t *testing.T, src *LiveSource, d *decap.Decoder, p *Packet, msg string, encap uint16, found *int) {
+	t.Helper()
+	for {
+		err := src.ReadPacket(p)
+		if errors.Is(err, ErrTimeout) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dp decap.Packet
+		if err := d.Decode(p.Data, p.LinkType, &dp); err != nil {
+			if !errors.Is(err, decap.ErrNotTransport) {
+				t.Errorf("frame %d: %v\n%x", p.Frame, err, p.Data)
+			}
+			continue
+		}
+		if string(dp.Payload) != msg {
+			continue
+		}
+		*found++
+		if dp.Encap&^(decap.EncapIPv6Ext) != encap || dp.DstPort != 9999 {
+			t.Errorf("encap %#x port %d, want encap %#x port 9999\n%x", dp.Encap, dp.DstPort, encap, p.Data)
+		}
 	}
 }

@@ -1,11 +1,11 @@
 package decap
 
 import (
-	"syscall"
 	"testing"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/guardd/guardd/cputime"
 )
 
 func benchDecode(b *testing.B, lt layers.LinkType, frame []byte) {
@@ -16,15 +16,12 @@ func benchDecode(b *testing.B, lt layers.LinkType, frame []byte) {
 	}
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu := cputime.Process()
 	for b.Loop() {
 		_ = d.Decode(frame, lt, &p)
 	}
 	// CPU time per call is steadier than wall time on a shared machine.
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	cputime.Report(b, cpu, int64(b.N), "cpu-ns/op")
 }
 
 func BenchmarkDecode(b *testing.B) {
@@ -66,12 +63,9 @@ func BenchmarkGopacketParser(b *testing.B) {
 	)
 	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &e, &ip, &t, &pl)
 	b.ReportAllocs()
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu := cputime.Process()
 	for b.Loop() {
 		_ = parser.DecodeLayers(frame, &got)
 	}
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	cputime.Report(b, cpu, int64(b.N), "cpu-ns/op")
 }

@@ -2,11 +2,10 @@ package nginxlog
 
 import (
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/cputime"
 )
 
 // benchParse parses line with parse, restoring it first since Parse may
@@ -21,32 +20,14 @@ func benchParse(b *testing.B, line string, parse func([]byte, *characteristics.E
 	}
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for b.Loop() {
 		copy(buf, src)
 		if err := parse(buf, &e); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, cpu, b.N)
-}
-
-// cpuTime returns the CPU time the process has used. The build machine is
-// shared, so wall-clock ns/op swings with other people's load; CPU time per
-// operation (reported as cpu-ns/op) does not, as long as the benchmark is the
-// only busy goroutine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func reportCPU(b *testing.B, start time.Duration, ops int) {
-	if ops > 0 {
-		b.ReportMetric(float64(cpuTime()-start)/float64(ops), "cpu-ns/op")
-	}
+	cputime.Report(b, cpu, int64(b.N), "cpu-ns/op")
 }
 
 const benchCombined = `203.0.113.7 - - [10/Oct/2023:13:55:36 +0000] "GET /products/item?id=12345&ref=home HTTP/1.1" 200 5316 "https://www.example.com/products" "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0.0.0 Safari/537.36"`
@@ -86,13 +67,13 @@ func BenchmarkParseJSON(b *testing.B) {
 func BenchmarkParseTimeLocal(b *testing.B) {
 	in := []byte("10/Oct/2023:13:55:36 +0200")
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for b.Loop() {
 		if _, ok := parseTimeLocal(in); !ok {
 			b.Fatal("bad time")
 		}
 	}
-	reportCPU(b, cpu, b.N)
+	cputime.Report(b, cpu, int64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkParseAdversarial prices a line whose attacker-chosen $remote_user
@@ -103,13 +84,13 @@ func BenchmarkParseAdversarial(b *testing.B) {
 	line := []byte(`192.0.2.1 - ` + strings.Repeat("a [", 3000) + ` [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`)
 	var e characteristics.Event
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for b.Loop() {
 		if f.Parse(line, &e) == nil {
 			b.Fatal("parsed")
 		}
 	}
-	reportCPU(b, cpu, b.N)
+	cputime.Report(b, cpu, int64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkAddrIPv6 parses IPv6 client addresses as parseCombined does:
@@ -135,7 +116,7 @@ func BenchmarkAddrIPv6(b *testing.B) {
 				c = new(Cache)
 			}
 			b.ReportAllocs()
-			i, cpu := 0, cpuTime()
+			i, cpu := 0, cputime.Process()
 			for b.Loop() {
 				set(i % bc.mod)
 				if _, ok := c.addr(buf); !ok {
@@ -143,7 +124,7 @@ func BenchmarkAddrIPv6(b *testing.B) {
 				}
 				i++
 			}
-			reportCPU(b, cpu, i)
+			cputime.Report(b, cpu, int64(i), "cpu-ns/op")
 		})
 	}
 }

@@ -2,12 +2,11 @@ package nginxlog_test
 
 import (
 	"bytes"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/ingest/nginxlog"
 )
 
@@ -30,8 +29,7 @@ func BenchmarkParseLog(b *testing.B) {
 	}
 	b.SetBytes(size / int64(len(lines)))
 	b.ReportAllocs()
-	var ru0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu := cputime.Process()
 	i := 0
 	for b.Loop() {
 		buf = append(buf[:0], lines[i]...) // Parse may unescape in place
@@ -42,8 +40,5 @@ func BenchmarkParseLog(b *testing.B) {
 			i = 0
 		}
 	}
-	var ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	cputime.Report(b, cpu, int64(b.N), "cpu-ns/op")
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/guardd/guardd/characteristics"
+	"github.com/guardd/guardd/cputime"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -120,7 +121,7 @@ func benchRead(b *testing.B, path string, parse bool) {
 	f := MustCompile("combined")
 	var e characteristics.Event
 	b.ReportAllocs()
-	start, cpu := time.Now(), cpuTime()
+	start, cpu := time.Now(), cputime.Process()
 	lines := 0
 	for b.Loop() {
 		r, err := Open(path)
@@ -146,7 +147,7 @@ func benchRead(b *testing.B, path string, parse bool) {
 	}
 	b.ReportMetric(float64(lines)/time.Since(start).Seconds(), "lines/s")
 	b.ReportMetric(float64(st.Size())/float64(benchFileLines), "file-bytes/line")
-	reportCPU(b, cpu, lines)
+	cputime.Report(b, cpu, int64(lines), "cpu-ns/op")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -181,7 +182,7 @@ func benchPipeline(b *testing.B, path string) {
 	f := MustCompile("combined")
 	workers := runtime.GOMAXPROCS(0)
 	b.ReportAllocs()
-	start, cpu := time.Now(), cpuTime()
+	start, cpu := time.Now(), cputime.Process()
 	lines := 0
 	for b.Loop() {
 		r, err := Open(path)
@@ -225,7 +226,7 @@ func benchPipeline(b *testing.B, path string) {
 		r.Close()
 	}
 	b.ReportMetric(float64(lines)/time.Since(start).Seconds(), "lines/s")
-	reportCPU(b, cpu, lines)
+	cputime.Report(b, cpu, int64(lines), "cpu-ns/op")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/testwait"
 )
 
 type lines struct {
@@ -67,13 +69,7 @@ func TestReadFollowsAPipe(t *testing.T) {
 	go func() { done <- New(pr, "stdin", 0).Read(ctx, &w) }()
 	for i := range 3 {
 		fmt.Fprintf(pw, "line %d\n", i)
-		deadline := time.Now().Add(10 * time.Second)
-		for w.len() != i+1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("line %d not handed over while the pipe stays open", i)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testwait.Until(t, 10*time.Second, fmt.Sprintf("line %d to be handed over while the pipe stays open", i), func() bool { return w.len() == i+1 })
 	}
 	cancel()
 	select {

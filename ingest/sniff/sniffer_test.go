@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/ingest/capture"
 )
 
@@ -267,7 +267,7 @@ func BenchmarkHandlePacket(b *testing.B) {
 	steady := frames[3*flows:]
 	b.ReportAllocs()
 	i := 0
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		p.Data = steady[i]
 		s.HandlePacket(&p)
@@ -278,16 +278,7 @@ func BenchmarkHandlePacket(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
 	// On a shared machine wall time includes waiting for a core; CPU time
 	// (the process's, GC included) does not.
-	b.ReportMetric(float64(b.N)/(cpuTime()-cpu0).Seconds(), "pkts/cpu-s")
-}
-
-// cpuTime returns the user+system CPU time of the process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(b.N)/(cputime.Since(cpu0)).Seconds(), "pkts/cpu-s")
 }
 
 // BenchmarkFlood reports the heap held by a table full of half-open

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/testwait"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -47,17 +48,6 @@ func (w *lineWriter) snapshot() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.lines)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func mustAddr(t *testing.T, s string) Addr {
@@ -162,8 +152,8 @@ func TestServer(t *testing.T) {
 	}
 	tc.Close()
 
-	waitFor(t, "every message", func() bool { return len(w.snapshot()) >= len(want) })
-	waitFor(t, "the malformed ones counted", func() bool {
+	testwait.Until(t, 20*time.Second, "every message", func() bool { return len(w.snapshot()) >= len(want) })
+	testwait.Until(t, 20*time.Second, "the malformed ones counted", func() bool {
 		return s.Stats(Unixgram).Malformed == 1 && s.Stats(UDP).Malformed == 1 && s.Stats(TCP).Malformed == 1
 	})
 	got := w.snapshot()
@@ -222,10 +212,10 @@ func TestDroppedDatagrams(t *testing.T) {
 	for i := range sent {
 		fmt.Fprintf(c, "<190>Nov 28 04:00:00 web-1 nginx: line %d", i)
 	}
-	waitFor(t, "drops in the metric while the reader is stopped", func() bool { return metric() > 0 })
+	testwait.Until(t, 20*time.Second, "drops in the metric while the reader is stopped", func() bool { return metric() > 0 })
 	stopped := s.Stats(UDP)
 	close(w.gate)
-	waitFor(t, "every datagram read or counted as dropped", func() bool {
+	testwait.Until(t, 20*time.Second, "every datagram read or counted as dropped", func() bool {
 		st := s.Stats(UDP)
 		return st.Messages+st.Dropped == sent && int64(len(w.snapshot())) == st.Messages
 	})

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/testwait"
 )
 
 // follower runs a Tailer and records the lines and the last position, so a
@@ -42,17 +44,6 @@ func follow(t *testing.T, cfg Config, c *collector) *follower {
 		})
 	}()
 	return f
-}
-
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func (f *follower) stop(t *testing.T) Position {
@@ -104,7 +95,7 @@ func TestCopyTruncateWhileStopped(t *testing.T) {
 	c := &collector{count: map[int]int{}}
 	cfg := Config{Paths: []string{path}, FromStart: true, PollInterval: 5 * time.Millisecond, RotateGrace: 50 * time.Millisecond}
 	f := follow(t, cfg, c)
-	waitFor(t, "the first 100 lines", func() bool { return c.has(0, 100) })
+	testwait.Until(t, 20*time.Second, "the first 100 lines", func() bool { return c.has(0, 100) })
 	pos := f.stop(t)
 
 	// While stopped: 50 more lines, the last one unfinished in the copy, then
@@ -120,7 +111,7 @@ func TestCopyTruncateWhileStopped(t *testing.T) {
 
 	cfg.Start = &pos
 	f = follow(t, cfg, c)
-	waitFor(t, "the lines written while stopped", func() bool { return c.has(0, 160) })
+	testwait.Until(t, 20*time.Second, "the lines written while stopped", func() bool { return c.has(0, 160) })
 	f.stop(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/testwait"
 )
 
 func TestSplit(t *testing.T) {
@@ -134,7 +136,7 @@ func runTailer(t *testing.T, cfg Config, c *collector) (stop func(done func() bo
 	result := make(chan error, 1)
 	go func() { result <- tl.Run(ctx, c.handle) }()
 	return func(done func() bool) Stats {
-		waitFor(t, "the expected lines", done)
+		testwait.Until(t, 20*time.Second, "the expected lines", done)
 		cancel()
 		if err := <-result; err != nil {
 			t.Fatal(err)
@@ -161,6 +163,8 @@ func TestRotateRename(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.write(t, 3000) // still in the renamed file
+		// The thing under test: the writer goes on in the renamed file
+		// for a varying while, before and after the tailer notices.
 		time.Sleep(time.Duration(r) * 10 * time.Millisecond)
 		w.write(t, 1000)
 		w.f.Close()
@@ -194,7 +198,7 @@ func TestRotateCopyTruncate(t *testing.T) {
 		defer wg.Done()
 		defer close(rotated)
 		for r := range rotations {
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(60 * time.Millisecond) // logrotate's pace: the writer writes meanwhile
 			copyFile(t, path, fmt.Sprintf("%s.%d", path, r+1))
 			if err := os.Truncate(path, 0); err != nil {
 				t.Error(err)
@@ -234,31 +238,29 @@ func TestRotateCopyTruncate(t *testing.T) {
 // waitRead polls, with a deadline, until the writer has put a whole line at
 // the start of path and c has read it.
 func waitRead(c *collector, path string) bool {
-	first := -1
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	first, bad := -1, false
+	ok := testwait.For(20*time.Second, func() bool {
 		if first < 0 {
 			b := make([]byte, 10)
 			f, err := os.Open(path)
 			if err != nil {
-				continue
+				return false
 			}
 			n, _ := io.ReadFull(f, b)
 			f.Close()
 			if n < 10 || b[9] != '\n' {
-				continue
+				return false
 			}
 			if first, err = strconv.Atoi(string(b[:9])); err != nil {
-				return false
+				bad = true // not a line the writer wrote: fail now
+				return true
 			}
 		}
 		c.mu.Lock()
-		read := c.count[first] > 0
-		c.mu.Unlock()
-		if read {
-			return true
-		}
-	}
-	return false
+		defer c.mu.Unlock()
+		return c.count[first] > 0
+	})
+	return ok && !bad
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -364,13 +366,7 @@ func TestCrashRestart(t *testing.T) {
 	}
 	w.f.Close()
 	// Let the last child catch up, then stop it cleanly.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if committed(t, out) >= w.next {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(30*time.Second, func() bool { return committed(t, out) >= w.next })
 	child.Process.Signal(syscall.SIGKILL)
 	child.Wait()
 	c := &collector{count: map[int]int{}}
@@ -486,7 +482,7 @@ func TestStartAtEnd(t *testing.T) {
 	// The tailer follows a.log once a line appended to it is read: markers
 	// (100, 101, ...) until one arrives.
 	marker := 100
-	waitFor(t, "the tailer to follow a.log", func() bool {
+	testwait.Until(t, 20*time.Second, "the tailer to follow a.log", func() bool {
 		if c.hasAny(100, marker) {
 			return true
 		}

@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/guardd/guardd/mitigation"
@@ -321,85 +321,75 @@ func TestAtomicWrite(t *testing.T) {
 }
 
 // TestGeoRunReloads drives Run with a real store and a reload script that
-// appends a line per run: changes within ReloadInterval share one reload,
-// the last change is followed by one, and no change runs none.
+// appends a line per run (how many entries the file held): changes within
+// ReloadInterval share one reload, the last change is followed by one, and
+// no change runs none. It runs in a synctest bubble: Run's ticker and clock
+// are the bubble's, so the burst, the interval and the quiet spell after it
+// are exact and cost no wall-clock time, and synctest.Wait returns once Run
+// is waiting for its next tick (the reload command included).
 func TestGeoRunReloads(t *testing.T) {
-	dir := t.TempDir()
-	runs := filepath.Join(dir, "runs")
-	script := filepath.Join(dir, "reload.sh")
-	os.WriteFile(script, []byte("#!/bin/sh\ndate +%s.%N >> "+runs+"\n"), 0o755)
-	st, err := mitigation.New(mitigation.Config{}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "blocked.conf")
-	const interval = 400 * time.Millisecond
-	g, err := NewGeo(GeoConfig{Path: path, ReloadCommand: []string{script}, ReloadInterval: interval, PollInterval: 10 * time.Millisecond}, st, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- g.Run(ctx) }()
-	count := func() int {
-		b, _ := os.ReadFile(runs)
-		return bytes.Count(b, []byte("\n"))
-	}
-	lastRun := func() time.Time {
-		b, _ := os.ReadFile(runs)
-		lines := strings.Fields(string(b))
-		if len(lines) == 0 {
-			return time.Time{}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		runs := filepath.Join(dir, "runs")
+		path := filepath.Join(dir, "blocked.conf")
+		script := filepath.Join(dir, "reload.sh")
+		os.WriteFile(script, []byte("#!/bin/sh\nn=$(grep -c ' 1;' "+path+")\necho \"$n\" >> "+runs+"\n"), 0o755)
+		st, err := mitigation.New(mitigation.Config{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		f, _ := strconv.ParseFloat(lines[len(lines)-1], 64)
-		return time.Unix(0, int64(f*1e9))
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				cancel()
-				t.Fatalf("timed out waiting for %s (runs %d)", what, count())
-			}
-			time.Sleep(5 * time.Millisecond)
+		const interval = 400 * time.Millisecond
+		g, err := NewGeo(GeoConfig{Path: path, ReloadCommand: []string{script}, ReloadInterval: interval, PollInterval: 10 * time.Millisecond}, st, nil, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// The first write (empty list) reloads at once.
-	waitFor("the first reload", func() bool { return count() == 1 })
-	start := time.Now()
-	for i := range 20 {
-		now := time.Now()
-		st.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionBlock, Scope: mitigation.Scope{{Name: "ip.src", Value: fmt.Sprintf("192.0.2.%d", i+1)}}, Expires: now.Add(time.Hour)}, now)
-		time.Sleep(25 * time.Millisecond)
-	}
-	burst := time.Since(start)
-	waitFor("the file to hold the last change", func() bool {
-		b, _ := os.ReadFile(path)
-		return bytes.Contains(b, []byte("192.0.2.20 1;"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- g.Run(ctx) }()
+		// reloads returns, per reload so far, the entries the file held.
+		reloads := func() []string {
+			b, _ := os.ReadFile(runs)
+			return strings.Fields(string(b))
+		}
+		// The first write (empty list) reloads at once.
+		synctest.Wait()
+		if r := reloads(); len(r) != 1 || r[0] != "0" {
+			t.Fatalf("reloads after the first write: %q, want one of an empty list", r)
+		}
+		start := time.Now()
+		for i := range 20 {
+			now := time.Now()
+			st.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionBlock, Scope: mitigation.Scope{{Name: "ip.src", Value: fmt.Sprintf("192.0.2.%d", i+1)}}, Expires: now.Add(time.Hour)}, now)
+			time.Sleep(25 * time.Millisecond) // the bubble's clock: the burst's pace under test
+		}
+		burst := time.Since(start)
+		// The burst's last change is followed by a reload within an interval.
+		time.Sleep(interval) // the bubble's clock: one interval passes
+		synctest.Wait()
+		if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte("192.0.2.20 1;")) {
+			t.Fatalf("the file does not hold the last change:\n%s", b)
+		}
+		r := reloads()
+		if last := r[len(r)-1]; last != "20" {
+			t.Errorf("the last reload saw %s entries, want 20 (the last change was not followed by a reload): %q", last, r)
+		}
+		if maxRuns := 1 + int(burst/interval) + 2; len(r) > maxRuns {
+			t.Errorf("%d reloads for a %v burst with interval %v: want at most %d", len(r), burst, interval, maxRuns)
+		}
+		if len(r) < 2 {
+			t.Errorf("%d reloads: the burst was never reloaded", len(r))
+		}
+		// Nothing changes: no more reloads.
+		time.Sleep(3 * interval) // the bubble's clock: a quiet spell
+		synctest.Wait()
+		if again := reloads(); len(again) != len(r) {
+			t.Errorf("reloads without change: %q then %q", r, again)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	})
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor("a reload after the last write", func() bool { return !lastRun().Before(fi.ModTime()) })
-	time.Sleep(2 * interval)
-	total := count()
-	if maxRuns := 1 + int(burst/interval) + 2; total > maxRuns {
-		t.Errorf("%d reloads for a %v burst with interval %v: want at most %d", total, burst, interval, maxRuns)
-	}
-	if total < 2 {
-		t.Errorf("%d reloads: the burst was never reloaded", total)
-	}
-	// Nothing changes: no more reloads.
-	time.Sleep(3 * interval)
-	if c := count(); c != total {
-		t.Errorf("reloads without change: %d then %d", total, c)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestGeoNginx checks that nginx accepts both formats, when nginx is

@@ -17,6 +17,7 @@ import (
 
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/mitigation/nginxtest"
+	"github.com/guardd/guardd/testwait"
 )
 
 // TestGeoWithRunningNginx runs nginx on 127.0.0.1 with the geo file and
@@ -73,12 +74,7 @@ http {
 		}
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			syscall.Kill(pid, syscall.SIGQUIT)
-			for range 50 {
-				if syscall.Kill(pid, 0) != nil {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			testwait.For(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
 		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -97,13 +93,9 @@ http {
 	}
 	waitFor := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for status() != want {
-			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-				t.Fatalf("status %d, want %d; nginx error log:\n%s", status(), want, b)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !testwait.For(15*time.Second, func() bool { return status() == want }) {
+			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Fatalf("status %d, want %d; nginx error log:\n%s", status(), want, b)
 		}
 	}
 	waitFor(200)

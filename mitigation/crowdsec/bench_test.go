@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/mitigation"
 )
 
@@ -32,7 +32,7 @@ func BenchmarkStreamStartup(b *testing.B) {
 			r.Header.Set("X-Api-Key", k)
 			b.ReportAllocs()
 			var size int
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				w := httptest.NewRecorder()
 				e.srv.ServeHTTP(w, r)
@@ -43,16 +43,10 @@ func BenchmarkStreamStartup(b *testing.B) {
 			}
 			// CPU time of the whole process (GC included) per answer: on a
 			// shared machine, wall time per op also counts waiting for a core.
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			cputime.Report(b, cpu0, int64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(size), "body-bytes")
 		})
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkStreamPoll is a later poll with one change among n decisions.

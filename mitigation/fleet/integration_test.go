@@ -9,6 +9,7 @@ import (
 	"github.com/guardd/guardd/counting/redis"
 	"github.com/guardd/guardd/counting/redis/redistest"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/testwait"
 )
 
 func dial(t *testing.T, addr string) *redis.Conn {
@@ -27,21 +28,21 @@ func dial(t *testing.T, addr string) *redis.Conn {
 func TestRedisPropagation(t *testing.T) {
 	srv := redistest.Start(t, 0)
 	a, b := startNode(t, "a", dial(t, srv.Addr)), startNode(t, "b", dial(t, srv.Addr))
-	waitFor(t, "both loaded", func() bool { return a.sync.Status().Loaded && b.sync.Status().Loaded })
+	testwait.Until(t, 10*time.Second, "both loaded", func() bool { return a.sync.Status().Loaded && b.sync.Status().Loaded })
 	now := time.Now()
 	m, _, err := a.store.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionBlock, Scope: scope("198.51.100.7"), Expires: now.Add(time.Hour)}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sent := time.Now()
-	waitFor(t, "the mitigation on b", func() bool { _, ok := b.store.Lookup(scope("198.51.100.7").Key(), time.Now()); return ok })
+	testwait.Until(t, 10*time.Second, "the mitigation on b", func() bool { _, ok := b.store.Lookup(scope("198.51.100.7").Key(), time.Now()); return ok })
 	t.Logf("propagated in %v", time.Since(sent))
 	b.store.Add(mitigation.Mitigation{Rule: "manual", Action: mitigation.ActionShadowBan, Scope: scope("198.51.100.8"), Expires: now.Add(time.Hour), Origin: "manual"}, now)
-	waitFor(t, "b's manual decision on a", func() bool { _, ok := has(a.store, scope("198.51.100.8"), "manual"); return ok })
+	testwait.Until(t, 10*time.Second, "b's manual decision on a", func() bool { _, ok := has(a.store, scope("198.51.100.8"), "manual"); return ok })
 	a.store.Delete(m.ID)
-	waitFor(t, "the delete on b", func() bool { _, ok := has(b.store, scope("198.51.100.7"), "r"); return !ok })
+	testwait.Until(t, 10*time.Second, "the delete on b", func() bool { _, ok := has(b.store, scope("198.51.100.7"), "r"); return !ok })
 	c := startNode(t, "c", dial(t, srv.Addr))
-	waitFor(t, "the active set on c", func() bool {
+	testwait.Until(t, 10*time.Second, "the active set on c", func() bool {
 		_, manual := has(c.store, scope("198.51.100.8"), "manual")
 		_, gone := has(c.store, scope("198.51.100.7"), "r")
 		return manual && !gone
@@ -54,15 +55,15 @@ func TestRedisPropagation(t *testing.T) {
 func TestRedisRestart(t *testing.T) {
 	srv := redistest.Start(t, 0, "--appendonly", "yes", "--appendfsync", "always")
 	a, b := startNode(t, "a", dial(t, srv.Addr)), startNode(t, "b", dial(t, srv.Addr))
-	waitFor(t, "both loaded", func() bool { return a.sync.Status().Loaded && b.sync.Status().Loaded })
+	testwait.Until(t, 10*time.Second, "both loaded", func() bool { return a.sync.Status().Loaded && b.sync.Status().Loaded })
 	now := time.Now()
 	a.store.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionBlock, Scope: scope("198.51.100.20"), Expires: now.Add(time.Hour)}, now)
-	waitFor(t, "the first on b", func() bool { _, ok := has(b.store, scope("198.51.100.20"), "r"); return ok })
+	testwait.Until(t, 10*time.Second, "the first on b", func() bool { _, ok := has(b.store, scope("198.51.100.20"), "r"); return ok })
 	srv.Kill()
 	a.store.Add(mitigation.Mitigation{Rule: "r", Action: mitigation.ActionBlock, Scope: scope("198.51.100.21"), Expires: now.Add(time.Hour)}, now)
-	waitFor(t, "the second queued", func() bool { return a.sync.Status().Pending == 1 })
+	testwait.Until(t, 10*time.Second, "the second queued", func() bool { return a.sync.Status().Pending == 1 })
 	srv.Restart()
-	waitFor(t, "the second on b after the restart", func() bool { _, ok := has(b.store, scope("198.51.100.21"), "r"); return ok })
+	testwait.Until(t, 10*time.Second, "the second on b after the restart", func() bool { _, ok := has(b.store, scope("198.51.100.21"), "r"); return ok })
 	if got := b.store.Len(); got != 2 {
 		t.Errorf("b holds %d mitigations, want 2", got)
 	}

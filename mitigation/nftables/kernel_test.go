@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/testwait"
 )
 
 // fixture is a store, a pusher on it working in a fresh namespace, and the
@@ -295,8 +296,10 @@ func TestExpiry(t *testing.T) {
 	f.ban(t, "ip.src", "192.0.2.2", mitigation.ActionFirewall, time.Hour)
 	f.poll(t)
 	f.checkSets(t, map[string][]string{"v4": {"192.0.2.1", "192.0.2.2"}, "v4net": {"198.51.100.0/24"}})
-	time.Sleep(2500 * time.Millisecond)
-	// The kernel expired the elements on its own ...
+	// The kernel expires the elements on its own (1.5 s) ...
+	testwait.Until(t, 20*time.Second, "the kernel to expire 192.0.2.1 and 198.51.100.0/24", func() bool {
+		return slices.Equal(f.ns.elements(t, "guardd", "v4"), []string{"192.0.2.2"}) && len(f.ns.elements(t, "guardd", "v4net")) == 0
+	})
 	f.checkSets(t, map[string][]string{"v4": {"192.0.2.2"}})
 	// ... and the store's expiry is no push error.
 	f.store.Expire(time.Now())
@@ -344,13 +347,9 @@ func TestRun(t *testing.T) {
 	f.ban(t, "ip.src", "192.0.2.2", mitigation.ActionFirewall, time.Hour)
 	// Run creates the table on its own goroutine: until then there is no
 	// set to list.
-	deadline := time.Now().Add(30 * time.Second)
-	for !f.ns.hasSet("guardd", "v4") || !slices.Equal(f.ns.elements(t, "guardd", "v4"), []string{"192.0.2.1", "192.0.2.2"}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("v4 = %q after 30 s", f.ns.elements(t, "guardd", "v4"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, "Run to push 192.0.2.1 and 192.0.2.2 to v4", func() bool {
+		return f.ns.hasSet("guardd", "v4") && slices.Equal(f.ns.elements(t, "guardd", "v4"), []string{"192.0.2.1", "192.0.2.2"})
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/guardd/guardd/mitigation/decision/http1"
 	"github.com/guardd/guardd/mitigation/nginxtest"
 	"github.com/guardd/guardd/rules"
+	"github.com/guardd/guardd/testwait"
 )
 
 // nginxConf is docs/nginx.md's configuration, with the RateLimit headers of
@@ -155,7 +156,7 @@ func startStack(t *testing.T, set *rules.Set, app http.Handler) *stack {
 		"{{port}}", strconv.Itoa(port)).Replace(nginxConf))
 	st.base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	st.clock.Store(time.Now().UnixNano())
-	waitUntil(t, "nginx to listen", func() bool {
+	testwait.Until(t, 10*time.Second, "nginx to listen", func() bool {
 		resp, err := http.Get(st.base + "/ready")
 		if err != nil {
 			return false
@@ -183,17 +184,6 @@ func get(t *testing.T, c *http.Client, url string) answer {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return answer{resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("RateLimit"), resp.Header.Get("RateLimit-Policy"), string(b)}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestNginxThrottle runs the real nginx in front of an application, asking

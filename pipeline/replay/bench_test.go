@@ -4,12 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/config"
+	"github.com/guardd/guardd/cputime"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/pipeline/replay"
 )
@@ -56,12 +56,12 @@ func benchReplay(b *testing.B, build func() *pipeline.Pipeline) {
 		b.StopTimer()
 		p := build() // fresh counters: the log's times start over
 		b.StartTimer()
-		start := cpuTime()
+		start := cputime.Process()
 		st, err := replay.Run(context.Background(), replay.Config{Pipeline: p}, []string{log})
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu += cpuTime() - start
+		cpu += cputime.Since(start)
 		lines += st.Lines
 	}
 	b.ReportMetric(float64(lines)/b.Elapsed().Seconds(), "lines/s")
@@ -69,13 +69,4 @@ func benchReplay(b *testing.B, build func() *pipeline.Pipeline) {
 	// CPU time of the whole process, all goroutines: on a shared machine it
 	// swings less than the wall clock.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(lines), "cpu-ns/line")
-}
-
-// cpuTime returns the CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,50 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"testing"
 	"testing/fstest"
 
-	"github.com/guardd/guardd/bench/loggen"
+	"github.com/guardd/guardd/bench/loggen/loggentest"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/counting"
-	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
 	"github.com/guardd/guardd/rules"
 	"github.com/guardd/guardd/rules/engine"
 )
-
-// labelled parses and enriches a labelled log of every class (bench/loggen),
-// as the pipeline hands events to the engine.
-func labelled(tb testing.TB, benign int) []characteristics.Event {
-	tb.Helper()
-	var buf bytes.Buffer
-	labels, err := loggen.Generate(&buf, loggen.Config{Seed: 14, Benign: benign})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	db := filepath.Join(tb.TempDir(), "geo.mmdb")
-	if err := labels.GeoDB(db); err != nil {
-		tb.Fatal(err)
-	}
-	en, err := characteristics.NewEnricher(characteristics.EnrichConfig{ASNDatabase: db})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { en.Close() })
-	f := nginxlog.MustCompile(loggen.GuarddLogFormat)
-	var events []characteristics.Event
-	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
-		var ev characteristics.Event
-		if err := f.Parse(line, &ev); err != nil {
-			tb.Fatal(err)
-		}
-		en.Enrich(&ev)
-		events = append(events, ev)
-	}
-	return events
-}
 
 // reference is Prepare written plainly, rule by rule: every rule keyed on
 // its own through Engine.Key.
@@ -128,7 +95,7 @@ func TestPrepareMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := labelled(t, 200)
+	all := loggentest.Events(t, 200)
 	var events []characteristics.Event
 	stride := 3 // a third is enough, and quicker
 	if raceEnabled || testing.Short() {
@@ -308,7 +275,7 @@ count if %[5]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := labelled(t, 100)
+	all := loggentest.Events(t, 100)
 	var m engine.Matches
 	counted, mitigated := 0, 0
 	for i := 0; i < len(all); i += 7 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/guardd/guardd/testwait"
 )
 
 // TB is the part of testing.TB the helpers use.
@@ -121,16 +123,9 @@ func (s *Server) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start %s: %v", s.bin, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if r, err := s.Cmd("PING"); err == nil && r == "PONG" {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-			s.t.Fatalf("%s on %s not answering PING after 10s; log:\n%s", s.bin, s.Addr, log)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, with a deadline
+	if !testwait.For(10*time.Second, func() bool { r, err := s.Cmd("PING"); return err == nil && r == "PONG" }) {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		s.t.Fatalf("%s on %s not answering PING after 10s; log:\n%s", s.bin, s.Addr, log)
 	}
 }
 
@@ -226,16 +221,13 @@ func (s *Server) Info(section, field string) (string, error) {
 	return "", fmt.Errorf("INFO %s has no %s", section, field)
 }
 
-// WaitFor polls cond every 20 ms until it holds or timeout passes.
+// WaitFor is testwait.Until.
+//
+// Deprecated: call testwait.Until; WaitFor stays only until the branches
+// that still call it have merged.
 func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
-	}
+	testwait.Until(t, timeout, what, cond)
 }
 
 // Cluster starts three masters with cluster mode on and joins them with
@@ -260,7 +252,7 @@ func ClusterWith(t TB, extra ...string) []*Server {
 func ClusterReplicas(t TB, extra ...string) (masters, replicas []*Server) {
 	t.Helper()
 	all := cluster(t, 1, extra...)
-	WaitFor(t, 30*time.Second, "every replica linked to its master", func() bool {
+	testwait.Until(t, 30*time.Second, "every replica linked to its master", func() bool {
 		masters, replicas = nil, nil
 		for _, n := range all {
 			if role, _ := n.Info("replication", "role"); role == "master" {
@@ -324,7 +316,7 @@ func CreateCluster(t TB, nodes []*Server, replicas int) {
 			n.Cmd("CLUSTER", "RESET", "HARD")
 		}
 	}
-	WaitFor(t, 30*time.Second, "cluster_state:ok on every node", func() bool {
+	testwait.Until(t, 30*time.Second, "cluster_state:ok on every node", func() bool {
 		for _, n := range nodes {
 			ci, err := n.Cmd("CLUSTER", "INFO")
 			if err != nil || !strings.Contains(ci, "cluster_state:ok") {

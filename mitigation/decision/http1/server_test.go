@@ -9,10 +9,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/guardd/guardd/testwait"
+	"golang.org/x/sys/unix"
 )
 
 // echo answers with the method, path and one header, and fails on demand.
@@ -105,6 +112,9 @@ func raw(t *testing.T, addr string, parts ...string) string {
 		if _, err := c.Write([]byte(p)); err != nil {
 			t.Fatal(err)
 		}
+		// The thing under test: each part arrives on its own, so the
+		// server sees a head split across reads (no signal says when a
+		// segment has been read, and none is needed for correctness).
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
@@ -167,7 +177,13 @@ func TestServeRaw(t *testing.T) {
 // A client that does not read: answers queue, the loop keeps serving
 // others, and the answers arrive whole once the client reads.
 func TestServeSlowReader(t *testing.T) {
-	_, addr := startServer(t, Config{})
+	var big atomic.Int64 // answers to /big made: the loop has one it cannot send
+	_, addr := startServer(t, Config{Handler: HandlerFunc(func(w *Response, r *Request) {
+		if r.Path() == "/big" {
+			big.Add(1)
+		}
+		echo(w, r)
+	})})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +193,9 @@ func TestServeSlowReader(t *testing.T) {
 	for range n {
 		c.Write([]byte("GET /big HTTP/1.1\r\nHost: a\r\n\r\n"))
 	}
-	time.Sleep(100 * time.Millisecond)
+	// 4 MiB do not fit the socket's buffers: once the first is made the
+	// loop holds an answer the client does not read.
+	testwait.Until(t, 10*time.Second, "the loop to answer the first /big", func() bool { return big.Load() > 0 })
 	// Another client is served meanwhile.
 	other, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -213,7 +231,7 @@ func TestServeLimits(t *testing.T) {
 		defer c.Close()
 		conns = append(conns, c)
 	}
-	waitFor(t, func() bool { return s.Stats().Conns == 2 })
+	testwait.Until(t, 5*time.Second, "two connections open", func() bool { return s.Stats().Conns == 2 })
 	// The third is closed at once.
 	third, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -224,7 +242,7 @@ func TestServeLimits(t *testing.T) {
 	if _, err := third.Read(make([]byte, 1)); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("third connection: %v, want closed", err)
 	}
-	waitFor(t, func() bool { return s.Stats().Rejected == 1 })
+	testwait.Until(t, 5*time.Second, "the third connection to be rejected", func() bool { return s.Stats().Rejected == 1 })
 	// A stalled head and an idle connection both time out (sweeps run
 	// each second).
 	conns[0].Write([]byte("GET / HTTP/1.1\r\nHost"))
@@ -237,17 +255,6 @@ func TestServeLimits(t *testing.T) {
 	if st := s.Stats(); st.Timeouts != 2 || st.Conns != 0 {
 		t.Errorf("stats %+v", st)
 	}
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	for range 500 {
-		if ok() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not met in 5s")
 }
 
 func TestNewValidates(t *testing.T) {
@@ -296,15 +303,39 @@ func TestServeDoesNotHoldUpGC(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("raw waits need GOMAXPROCS > 1")
 	}
-	startServer(t, Config{})
-	time.Sleep(50 * time.Millisecond) // the loop is now waiting
+	s, _ := startServer(t, Config{})
 	for range 3 {
+		testwait.Until(t, 10*time.Second, "every loop to wait in a raw epoll_wait", func() bool { return rawWaits(t) == s.cfg.Loops })
 		start := time.Now()
 		runtime.GC()
 		if d := time.Since(start); d > 500*time.Millisecond {
 			t.Fatalf("runtime.GC took %v with the loop waiting", d)
 		}
 	}
+}
+
+// rawWaits counts the threads of the process blocked in a loop's raw
+// epoll_wait, from what the kernel shows of each thread's current system
+// call: its number and arguments in hex, or "running". A loop asks for its
+// 256 events with a timeout of 1000 ms; the runtime's netpoller asks for 128.
+func rawWaits(t *testing.T) int {
+	t.Helper()
+	files, err := filepath.Glob("/proc/self/task/*/syscall")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no thread's system call to read: %v", err)
+	}
+	want := []string{strconv.Itoa(unix.SYS_EPOLL_PWAIT), "0x100", "0x3e8"}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread has ended
+		}
+		if fs := strings.Fields(string(b)); len(fs) > 4 && fs[0] == want[0] && fs[3] == want[1] && fs[4] == want[2] {
+			n++
+		}
+	}
+	return n
 }
 
 // With GOMAXPROCS no larger than the loops, loops wait through the
