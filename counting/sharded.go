@@ -199,12 +199,13 @@ func (s *Shard[V, W, E]) home(key uint64, n int) int {
 	return int(hi)
 }
 
-// find returns the slot holding key (never 0), or the empty slot where it
-// would go. A shard allocates its slots on its first find.
-func (s *Shard[V, W, E]) find(key uint64) (int, bool) {
+// find returns the slot holding key (never 0) and true. For a key it does
+// not hold it returns false and, if claim, the slot where it stores the key
+// (insert), else the empty slot where the key would go. A shard allocates
+// its slots on its first find.
+func (s *Shard[V, W, E]) find(key uint64, claim bool) (int, bool) {
 	if s.e == nil {
-		n := min(minSlots, s.maxSlots)
-		s.e, s.side = make([]entry[V], n), make([]W, n)
+		s.alloc(min(minSlots, s.maxSlots))
 	}
 	n := len(s.e)
 	i := s.home(key, n)
@@ -214,6 +215,9 @@ func (s *Shard[V, W, E]) find(key uint64) (int, bool) {
 			return i, true
 		}
 		if k == 0 {
+			if claim {
+				i = s.insert(key, i)
+			}
 			return i, false
 		}
 		if i++; i == n {
@@ -227,7 +231,7 @@ func (s *Shard[V, W, E]) Lookup(key uint64) int {
 	if s.n == 0 {
 		return -1
 	}
-	if i, ok := s.find(key); ok {
+	if i, ok := s.find(key, false); ok {
 		return i
 	}
 	return -1
@@ -237,13 +241,7 @@ func (s *Shard[V, W, E]) Lookup(key uint64) int {
 // zero V and W and returns its slot and false. At its cap the shard stores
 // nothing and returns -1: the caller makes room, by Replace (or Delete and
 // Insert).
-func (s *Shard[V, W, E]) Claim(key uint64) (int, bool) {
-	i, found := s.find(key)
-	if !found {
-		i = s.insert(key, i)
-	}
-	return i, found
-}
+func (s *Shard[V, W, E]) Claim(key uint64) (int, bool) { return s.find(key, true) }
 
 // Insert is Claim for a key the shard does not hold.
 func (s *Shard[V, W, E]) Insert(key uint64) int { return s.insert(key, -1) }
@@ -269,17 +267,22 @@ func (s *Shard[V, W, E]) insert(key uint64, at int) int {
 		at = -1
 	}
 	if at < 0 {
-		at, _ = s.find(key)
+		at, _ = s.find(key, false)
 	}
 	s.e[at].key = key
 	s.n++
 	return at
 }
 
+// alloc gives the shard n empty slots.
+func (s *Shard[V, W, E]) alloc(n int) {
+	s.e, s.side = make([]entry[V], n), make([]W, n)
+}
+
 // grow moves the shard's keys to a table of n slots.
 func (s *Shard[V, W, E]) grow(n int) {
 	old, oldSide := s.e, s.side
-	s.e, s.side = make([]entry[V], n), make([]W, n)
+	s.alloc(n)
 	for j := range old {
 		k := old[j].key
 		if k == 0 {
