@@ -127,10 +127,11 @@ func (d *Distinct) expired(sl *dslot, now int64) bool { return now-sl.t >= 2*d.p
 // the key's estimate of distinct values in the period after it. It
 // allocates nothing once the key's shard has grown to hold it.
 func (d *Distinct) Add(key, value uint64, now int64) Result {
-	s, key := d.keys.Lock(key)
+	s, key := d.keys.Place(key)
+	s.Lock()
 	i, found := s.Claim(key)
 	if i < 0 {
-		i = d.evictLocked(s, key, now)
+		i = s.Make(key, func() int { return d.victimLocked(s, now) })
 	}
 	if !found {
 		*s.Val(i) = dslot{t: d.windowStart(now)}
@@ -180,7 +181,8 @@ func (d *Distinct) AddDistinct(key, value uint64, now int64) Result { return d.A
 
 // Peek returns key's estimate at now without recording anything.
 func (d *Distinct) Peek(key uint64, now int64) Result {
-	s, key := d.keys.Lock(key)
+	s, key := d.keys.Place(key)
+	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)
 	if i < 0 || d.expired(s.Val(i), now) {
@@ -497,27 +499,28 @@ func (d *Distinct) result(sl *dslot, now int64) Result {
 	return r
 }
 
-// evictLocked makes room in a full shard for key, which it stores, and
-// returns its slot: it evicts an expired key, or the sampled key with the
-// fewest distinct values.
-func (d *Distinct) evictLocked(s *dshard, key uint64, now int64) int {
+// victimLocked picks the key a full shard evicts, and releases its block:
+// an expired key, or the sampled key with the fewest distinct values.
+func (d *Distinct) victimLocked(s *dshard, now int64) int {
 	var v leastUsed
 	for i, sl := range s.Sample() {
 		v.offer(i, d.expired(sl, now), d.usage(sl, now))
 	}
-	s.Ext.freeBlock(s.Val(v.at))
-	return s.Replace(v.at, key)
+	return d.releaseLocked(s, v.at)
+}
+
+// releaseLocked frees the block of the key in slot i, if it has one,
+// before the slot is deleted, and returns i.
+func (d *Distinct) releaseLocked(s *dshard, i int) int {
+	s.Ext.freeBlock(s.Val(i))
+	return i
 }
 
 // Sweep drops the keys with nothing left in the period at now and returns
 // how many it dropped.
 func (d *Distinct) Sweep(now int64) int {
 	return d.keys.Sweep(func(s *dshard, i int) bool {
-		if sl := s.Val(i); d.expired(sl, now) {
-			s.Ext.freeBlock(sl)
-			return true
-		}
-		return false
+		return d.expired(s.Val(i), now) && d.releaseLocked(s, i) >= 0
 	})
 }
 

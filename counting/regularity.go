@@ -98,10 +98,11 @@ func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
 // of variation at most MaxCV (see Timing.Regular). It allocates nothing
 // once the key's shard has grown to hold it.
 func (r *Regularity) Add(key uint64, now int64, judge bool) (regular bool) {
-	s, key := r.keys.Lock(key)
+	s, key := r.keys.Place(key)
+	s.Lock()
 	i, found := s.Claim(key)
 	if i < 0 {
-		i = r.evictLocked(s, key, now)
+		i = s.Make(key, func() int { return r.victimLocked(s, now) })
 	}
 	sl := s.Side(i)
 	if !found {
@@ -144,7 +145,8 @@ type Timing struct {
 // Peek returns key's timing at now without recording anything; ok is false
 // for a key not tracked, or idle for longer than Gap.
 func (r *Regularity) Peek(key uint64, now int64) (t Timing, ok bool) {
-	s, key := r.keys.Lock(key)
+	s, key := r.keys.Place(key)
+	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)
 	if i < 0 || now-s.Side(i).last > r.gap {
@@ -209,11 +211,11 @@ func IntervalCV(intervals []uint32) (mean, cv float64) {
 	return mean, math.Sqrt(variance) / mean
 }
 
-// evictLocked makes room in a full shard for key, which it stores, and
-// returns its slot. It evicts an idle key, or the sampled key with the
-// fewest intervals (the oldest among equals): a flood of keys seen once
-// evicts itself and leaves the long runs, the ones worth judging.
-func (r *Regularity) evictLocked(s *rshard, key uint64, now int64) int {
+// victimLocked picks the key a full shard evicts: an idle key, or the
+// sampled key with the fewest intervals (the oldest among equals). A flood
+// of keys seen once evicts itself and leaves the long runs, the ones worth
+// judging.
+func (r *Regularity) victimLocked(s *rshard, now int64) int {
 	victim := -1
 	for i := range s.Sample() {
 		sl, v := s.Side(i), s.Side(max(victim, 0))
@@ -225,7 +227,7 @@ func (r *Regularity) evictLocked(s *rshard, key uint64, now int64) int {
 			victim = i
 		}
 	}
-	return s.Replace(victim, key)
+	return victim
 }
 
 // Sweep drops the keys idle for longer than Gap at now and returns how many

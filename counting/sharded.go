@@ -18,9 +18,10 @@ import (
 // it expires and which key a full shard evicts are the caller's: the table
 // probes, inserts, grows, deletes, samples and walks.
 //
-// The key 0 marks an empty slot: Lock returns the key to store in its
-// place, ZeroKey. A slot moves when its shard grows or a key before it is deleted,
-// so nothing may keep a slot's index or pointer beyond the shard's lock.
+// The key 0 marks an empty slot: Place returns the key to store in its
+// place, ZeroKey. A slot moves when its shard grows or a key before it is
+// deleted, so nothing may keep a slot's index or pointer beyond the
+// shard's lock.
 //
 // Its methods are written so that the compiler inlines what is hot: they
 // call no method of V, W or E (generic code would call those through a
@@ -34,13 +35,13 @@ type Sharded[V, W, E any] struct {
 // Shard is one shard of a Sharded table. Its methods but Lock and Unlock
 // must be called with the shard locked.
 type Shard[V, W, E any] struct {
-	mu        sync.Mutex
+	mu        sync.Mutex // what a lookup reads first: the lock, the arrays, used
 	e         []entry[V]
-	used      uint // top bits of a mixed key that picked the shard
-	n         int  // keys held
-	cap       int  // keys at most
-	maxSlots  int  // slots at cap keys
 	side      []W
+	used      uint   // top bits of a mixed key that picked the shard
+	n         int    // keys held
+	cap       int    // keys at most
+	maxSlots  int    // slots at cap keys
 	rng       uint64 // xorshift state: where an eviction's sample begins
 	evictions uint64
 
@@ -113,20 +114,19 @@ func mix(key uint64) uint64 {
 	return key
 }
 
-// For returns the shard of a stored key (see Lock).
+// For returns the shard of a stored key (see Place).
 func (t *Sharded[V, W, E]) For(key uint64) *Shard[V, W, E] {
 	return &t.shards[mix(key)>>t.shift] // x >> 64 is 0 in Go
 }
 
-// Lock locks key's shard and returns it with the key as stored: the key 0,
-// which marks an empty slot, is stored as ZeroKey.
-func (t *Sharded[V, W, E]) Lock(key uint64) (*Shard[V, W, E], uint64) {
+// Place returns key's shard, to be locked, and the key as stored there:
+// the key 0, which marks an empty slot, is stored as ZeroKey. (It leaves
+// the locking to the caller so that both inline.)
+func (t *Sharded[V, W, E]) Place(key uint64) (*Shard[V, W, E], uint64) {
 	if key == 0 {
 		key = ZeroKey
 	}
-	s := t.For(key)
-	s.mu.Lock()
-	return s, key
+	return t.For(key), key
 }
 
 // Shards returns the shards, for a pass over every key.
@@ -138,7 +138,7 @@ func (t *Sharded[V, W, E]) Len() int {
 }
 
 // Evictions returns how many keys were evicted to keep the shards under
-// their cap (Replace).
+// their cap (Make).
 func (t *Sharded[V, W, E]) Evictions() uint64 {
 	return t.Sum(func(s *Shard[V, W, E]) uint64 { return s.evictions })
 }
@@ -201,13 +201,14 @@ func (s *Shard[V, W, E]) home(key uint64, n int) int {
 
 // find returns the slot holding key (never 0) and true. For a key it does
 // not hold it returns false and, if claim, the slot where it stores the key
-// (insert), else the empty slot where the key would go. A shard allocates
-// its slots on its first find.
+// when that needs no growth (else -1), or if not claim the empty slot where
+// the key would go (-1 in a shard not allocated yet). It calls nothing, so
+// that a counter update's one call is a leaf.
 func (s *Shard[V, W, E]) find(key uint64, claim bool) (int, bool) {
-	if s.e == nil {
-		s.alloc(min(minSlots, s.maxSlots))
-	}
 	n := len(s.e)
+	if n == 0 {
+		return -1, false
+	}
 	i := s.home(key, n)
 	for {
 		k := s.e[i].key
@@ -216,7 +217,11 @@ func (s *Shard[V, W, E]) find(key uint64, claim bool) (int, bool) {
 		}
 		if k == 0 {
 			if claim {
-				i = s.insert(key, i)
+				if s.n >= s.cap || (s.n+1)*5 > n*4 && n < s.maxSlots {
+					return -1, false // Make: evict, or grow
+				}
+				s.e[i].key = key
+				s.n++
 			}
 			return i, false
 		}
@@ -238,40 +243,37 @@ func (s *Shard[V, W, E]) Lookup(key uint64) int {
 }
 
 // Claim returns key's slot and true, or stores key, which is new, with a
-// zero V and W and returns its slot and false. At its cap the shard stores
-// nothing and returns -1: the caller makes room, by Replace (or Delete and
-// Insert).
+// zero V and W and returns its slot and false. It returns -1 (and false)
+// for a new key when the shard must first be allocated, grow or make room:
+// the caller then stores it with Make.
 func (s *Shard[V, W, E]) Claim(key uint64) (int, bool) { return s.find(key, true) }
 
-// Insert is Claim for a key the shard does not hold.
-func (s *Shard[V, W, E]) Insert(key uint64) int { return s.insert(key, -1) }
-
-// Replace evicts the key in slot i to make room for key, which it stores as
-// Insert does, and returns key's slot. Sharded.Evictions counts it. What
-// the evicted key holds elsewhere is the caller's to release first.
-func (s *Shard[V, W, E]) Replace(i int, key uint64) int {
-	s.Delete(i)
-	s.evictions++
-	return s.insert(key, -1)
-}
-
-// insert stores key, which the shard does not hold, at the slot find
-// returned for it (or -1: the shard changed since), growing the shard by
-// half if it is 80% full and under its cap.
-func (s *Shard[V, W, E]) insert(key uint64, at int) int {
+// Make stores key, which the shard does not hold and Claim could not
+// store, with a zero V and W, and returns its slot. It allocates or grows
+// the shard by half; at the shard's cap it calls victim (with the shard
+// locked), which returns the slot of the key to evict, having released
+// what that key holds outside its slots, or -1 if it made room otherwise
+// or could not. Make returns -1 if the shard is still full.
+// Sharded.Evictions counts the evicted keys.
+func (s *Shard[V, W, E]) Make(key uint64, victim func() int) int {
 	if s.n >= s.cap {
-		return -1
+		if i := victim(); i >= 0 {
+			s.Delete(i)
+			s.evictions++
+		}
+		if s.n >= s.cap {
+			return -1
+		}
 	}
-	if n := len(s.e); (s.n+1)*5 > n*4 && n < s.maxSlots {
+	if s.e == nil {
+		s.alloc(min(minSlots, s.maxSlots))
+	} else if n := len(s.e); (s.n+1)*5 > n*4 && n < s.maxSlots {
 		s.grow(min(max(n*3/2, minSlots), s.maxSlots))
-		at = -1
 	}
-	if at < 0 {
-		at, _ = s.find(key, false)
-	}
-	s.e[at].key = key
+	i, _ := s.find(key, false)
+	s.e[i].key = key
 	s.n++
-	return at
+	return i
 }
 
 // alloc gives the shard n empty slots.

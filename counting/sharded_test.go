@@ -84,22 +84,27 @@ func TestShardedOps(t *testing.T) {
 			for step := range 20_000 {
 				k := rng.Uint64N(tc.keys) + 1
 				switch op := rng.IntN(10); {
-				case op < 6: // claim, evicting a random key when full
+				case op < 6: // claim, evicting the last sampled key when full
 					i, found := s.Claim(k)
 					if found != want[k] {
 						t.Fatalf("step %d: Claim(%x) found %v, want %v", step, k, found, want[k])
 					}
 					if i < 0 {
-						if len(want) < tc.perShard {
-							t.Fatalf("step %d: shard of %d keys refuses a key under its cap %d", step, len(want), tc.perShard)
+						full := len(want) >= tc.perShard
+						called := false
+						i = s.Make(k, func() int {
+							called = true
+							var victim int
+							for j := range s.Sample() {
+								victim = j
+							}
+							delete(want, s.Key(victim))
+							evictions++
+							return victim
+						})
+						if called != full || i < 0 {
+							t.Fatalf("step %d: %d keys of %d: Make called victim %v, stored at %d", step, len(want), tc.perShard, called, i)
 						}
-						var victim int
-						for j := range s.Sample() {
-							victim = j
-						}
-						delete(want, s.Key(victim))
-						i = s.Replace(victim, k)
-						evictions++
 					}
 					if !found {
 						if *s.Val(i) != 0 || *s.Side(i) != [3]uint64{} {
@@ -141,6 +146,13 @@ func TestShardedOps(t *testing.T) {
 	}
 }
 
+// store stores key in a shard under its cap.
+func store[V, W, E any](s *Shard[V, W, E], key uint64) {
+	if i, _ := s.Claim(key); i < 0 {
+		s.Make(key, nil)
+	}
+}
+
 // TestShardedSample: a full shard's sample is sampleSize distinct keys, in
 // slot order from a random position (wrapping at the end); a shard with
 // fewer keys yields them all.
@@ -150,7 +162,7 @@ func TestShardedSample(t *testing.T) {
 		tab.Init(1, 100)
 		s := &tab.shards[0]
 		for k := range uint64(keys) {
-			s.Claim(k*ZeroKey + 1)
+			store(s, k*ZeroKey+1)
 		}
 		starts := map[int]bool{}
 		for range 50 {
@@ -181,14 +193,15 @@ func TestShardedSample(t *testing.T) {
 	}
 }
 
-// TestShardedLockZeroKey: the key 0 is stored as ZeroKey, in its shard.
-func TestShardedLockZeroKey(t *testing.T) {
+// TestShardedPlaceZeroKey: the key 0 is stored as ZeroKey, in its shard.
+func TestShardedPlaceZeroKey(t *testing.T) {
 	var tab Sharded[struct{}, struct{}, struct{}]
 	tab.Init(64, 10)
-	s, k := tab.Lock(0)
-	defer s.Unlock()
-	if k != ZeroKey || s != tab.For(ZeroKey) {
-		t.Fatalf("Lock(0) = shard %p, key %x; want shard %p, key %x", s, k, tab.For(ZeroKey), uint64(ZeroKey))
+	if s, k := tab.Place(0); k != ZeroKey || s != tab.For(ZeroKey) {
+		t.Fatalf("Place(0) = shard %p, key %x; want shard %p, key %x", s, k, tab.For(ZeroKey), uint64(ZeroKey))
+	}
+	if s, k := tab.Place(5); k != 5 || s != tab.For(5) {
+		t.Fatalf("Place(5) = shard %p, key %x; want shard %p, key 5", s, k, tab.For(5))
 	}
 }
 
@@ -197,13 +210,15 @@ func TestShardedClaimAllocs(t *testing.T) {
 	var tab Sharded[slot, struct{}, struct{}]
 	tab.Init(4, 1000)
 	for k := range uint64(1000) {
-		s, key := tab.Lock(k)
-		s.Claim(key)
+		s, key := tab.Place(k)
+		s.Lock()
+		store(s, key)
 		s.Unlock()
 	}
 	k := uint64(0)
 	if n := testing.AllocsPerRun(1000, func() {
-		s, key := tab.Lock(k % 1000)
+		s, key := tab.Place(k % 1000)
+		s.Lock()
 		s.Claim(key)
 		s.Unlock()
 		k++

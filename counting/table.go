@@ -107,10 +107,11 @@ func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 	if !(n > 0) || math.IsInf(n, 1) {
 		return t.Peek(key, now)
 	}
-	s, key := t.keys.Lock(key)
+	s, key := t.keys.Place(key)
+	s.Lock()
 	i, found := s.Claim(key)
 	if i < 0 {
-		i = t.evictLocked(s, key, now)
+		i = s.Make(key, func() int { return t.victimLocked(s, now) })
 	}
 	if found && t.expired(s, s.Val(i), now) {
 		t.resetLocked(s, s.Val(i))
@@ -133,7 +134,8 @@ func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 // Exceeded says Count > Requests; for TokenBucket and GCRA it says an event
 // of size 1 would not conform now. RetryAfter is then for an event of size 1.
 func (t *Table) Peek(key uint64, now int64) Result {
-	s, key := t.keys.Lock(key)
+	s, key := t.keys.Place(key)
+	s.Lock()
 	var r Result
 	if i := s.Lookup(key); i < 0 || t.expired(s, s.Val(i), now) {
 		r = t.unused()
@@ -155,28 +157,33 @@ func (t *Table) unused() Result {
 // the key was held. An operator who deletes a rule's mitigation uses it so
 // that the rule trips again only when the client goes over the limit anew.
 func (t *Table) Forget(key uint64) bool {
-	s, key := t.keys.Lock(key)
+	s, key := t.keys.Place(key)
+	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)
 	if i >= 0 {
-		t.resetLocked(s, s.Val(i))
-		s.Delete(i)
+		s.Delete(t.releaseLocked(s, i))
 	}
 	return i >= 0
 }
 
-// evictLocked makes room in a full shard for key, which it stores, and
-// returns its slot. It evicts among the sampled keys an expired one if
-// any, else the one with the least current usage (sampled LFU): heavy
-// keys therefore survive a flood of new keys, each of which arrives with a
-// usage of one event.
-func (t *Table) evictLocked(s *shard, key uint64, now int64) int {
+// releaseLocked releases what the key in slot i holds outside it, before
+// the slot is deleted, and returns i.
+func (t *Table) releaseLocked(s *shard, i int) int {
+	t.resetLocked(s, s.Val(i))
+	return i
+}
+
+// victimLocked picks the key a full shard evicts, and releases it: among
+// the sampled keys an expired one if any, else the one with the least
+// current usage (sampled LFU). Heavy keys therefore survive a flood of new
+// keys, each of which arrives with a usage of one event.
+func (t *Table) victimLocked(s *shard, now int64) int {
 	var v leastUsed
 	for i, sl := range s.Sample() {
 		v.offer(i, t.expired(s, sl, now), t.usageLocked(s, sl, now))
 	}
-	t.resetLocked(s, s.Val(v.at))
-	return s.Replace(v.at, key)
+	return t.releaseLocked(s, v.at)
 }
 
 // Sweep drops the keys idle for more than two periods at now and returns how
@@ -184,11 +191,7 @@ func (t *Table) evictLocked(s *shard, key uint64, now int64) int {
 // eviction, so Sweep only returns memory sooner.
 func (t *Table) Sweep(now int64) int {
 	return t.keys.Sweep(func(s *shard, i int) bool {
-		if sl := s.Val(i); t.expired(s, sl, now) {
-			t.resetLocked(s, sl)
-			return true
-		}
-		return false
+		return t.expired(s, s.Val(i), now) && t.releaseLocked(s, i) >= 0
 	})
 }
 

@@ -651,7 +651,8 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		}
 	}
 	rnow := (now + f.off.Load()) / 1000
-	sh, key := c.keys.Lock(key)
+	sh, key := c.keys.Place(key)
+	sh.Lock()
 	ks, slot := c.ledgerLocked(sh, key, rnow)
 	gap := rnow - ks.used
 	ks.used = rnow
@@ -879,11 +880,11 @@ func (c *Counter) stale(at, now int64) bool {
 func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, int) {
 	i, found := sh.Claim(key)
 	if i < 0 {
-		c.sweepLocked(sh, now)
-		if i = sh.Insert(key); i < 0 {
-			sh.Ext.spare = keyState{queued: true} // listed nowhere
-			return &sh.Ext.spare, -1
-		}
+		i = sh.Make(key, func() int { c.sweepLocked(sh, now); return -1 })
+	}
+	if i < 0 {
+		sh.Ext.spare = keyState{queued: true} // listed nowhere
+		return &sh.Ext.spare, -1
 	}
 	ks := sh.Side(i)
 	if !found { // a new ledger: tell it from those the key had before
