@@ -23,10 +23,13 @@ import (
 // deleted, so nothing may keep a slot's index or pointer beyond the
 // shard's lock.
 //
-// Its methods are written so that the compiler inlines what is hot: they
-// call no method of V, W or E (generic code would call those through a
-// dictionary), and the iterators All and Sample inline into the loops that
-// range over them.
+// Its methods are written so that a counter update costs what it did when
+// each table had its own copy: they call no method of V, W or E (generic
+// code would call those through a dictionary); Place, Lock and Claim
+// inline, leaving one call, the probe, which calls nothing in turn; Make,
+// the slow path (allocate, grow, evict), takes the caller's choice of
+// victim as a function called only at the cap; and the iterators All and
+// Sample inline into the loops that range over them.
 type Sharded[V, W, E any] struct {
 	shards []Shard[V, W, E]
 	shift  uint // 64 - log2(len(shards)); 64 for one shard
@@ -35,7 +38,7 @@ type Sharded[V, W, E any] struct {
 // Shard is one shard of a Sharded table. Its methods but Lock and Unlock
 // must be called with the shard locked.
 type Shard[V, W, E any] struct {
-	mu        sync.Mutex // what a lookup reads first: the lock, the arrays, used
+	mu        sync.Mutex // first, as a lookup reads it with e, side and used
 	e         []entry[V]
 	side      []W
 	used      uint   // top bits of a mixed key that picked the shard

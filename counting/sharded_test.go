@@ -6,27 +6,6 @@ import (
 	"unsafe"
 )
 
-// The slots of the four tables built on Sharded keep their size: a
-// Table's key and slot are 32 bytes (doc.go's Memory), a Distinct's 64
-// (TestDistinctSlotSize), a Regularity's key 8 beside its ring
-// (TestRegularitySlotSize), and a V of struct{} costs nothing.
-func TestShardedEntrySize(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		got  uintptr
-		want uintptr
-	}{
-		{"Table", unsafe.Sizeof(entry[slot]{}), 32},
-		{"Distinct", unsafe.Sizeof(entry[dslot]{}), DistinctSlotBytes},
-		{"key alone", unsafe.Sizeof(entry[struct{}]{}), 8},
-		{"key and int64", unsafe.Sizeof(entry[int64]{}), 16},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s: entry of %d bytes, want %d", tc.name, tc.got, tc.want)
-		}
-	}
-}
-
 // testShard is a Sharded table as a caller uses it: a V beside the key,
 // a W apart, both recording the key so that a slot moved without its V or
 // W shows.
@@ -224,5 +203,26 @@ func TestShardedClaimAllocs(t *testing.T) {
 		k++
 	}); n != 0 {
 		t.Errorf("Claim of a held key: %v allocations, want 0", n)
+	}
+}
+
+// The slots of the four tables built on Sharded keep their size: a
+// Table's key and slot are 32 bytes (doc.go's Memory), a Distinct's 64
+// (TestDistinctSlotSize), a Regularity's key 8 beside its ring
+// (TestRegularitySlotSize), and a V of struct{} costs nothing.
+func TestShardedEntrySize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  uintptr
+		want uintptr
+	}{
+		{"Table", unsafe.Sizeof(entry[slot]{}), 32},
+		{"Distinct", unsafe.Sizeof(entry[dslot]{}), DistinctSlotBytes},
+		{"key alone", unsafe.Sizeof(entry[struct{}]{}), 8},
+		{"key and int64", unsafe.Sizeof(entry[int64]{}), 16},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: entry of %d bytes, want %d", tc.name, tc.got, tc.want)
+		}
 	}
 }
