@@ -25,7 +25,7 @@ func (t *Table) expired(s *shard, sl *slot, now int64) bool {
 		// The last event was before the end of the window starting at sl.t.
 		return now-sl.t >= 3*t.period
 	case SlidingLog:
-		at, _ := s.log.entries(sl)
+		at, _ := s.Ext.log.entries(sl)
 		return len(at) == 0 || now-at[len(at)-1] > 2*t.period
 	case TokenBucket: // last refill; a burst above Requests takes longer to refill
 		return now-sl.t > max(2*t.period, int64(math.Ceil(t.burst/t.rate)))
@@ -44,14 +44,14 @@ func (t *Table) initLocked(s *shard, sl *slot, now int64) {
 	case GCRA:
 		sl.t, sl.a, sl.b = now, 0, 0
 	case SlidingLog:
-		sl.t, sl.a, sl.b = s.log.alloc(), 0, 0
+		sl.t, sl.a, sl.b = s.Ext.log.alloc(), 0, 0
 	}
 }
 
 // resetLocked releases what a key holds outside its slot.
 func (t *Table) resetLocked(s *shard, sl *slot) {
 	if t.alg == SlidingLog {
-		s.log.release(sl.t)
+		s.Ext.log.release(sl.t)
 	}
 	sl.t, sl.a, sl.b = 0, 0, 0
 }
@@ -160,7 +160,7 @@ func (t *Table) slidingAdd(s *shard, sl *slot, n float64, now int64) Result {
 		sl.b += n
 		now = sl.t
 	default:
-		s.late++
+		s.Ext.late++
 		now = sl.t
 	}
 	return t.slidingResult(sl, now, n)
@@ -233,7 +233,7 @@ func (t *Table) fixedAdd(s *shard, sl *slot, n float64, now int64) Result {
 	case e >= t.period:
 		sl.a, sl.t = n, t.windowStart(now)
 	default:
-		s.late++
+		s.Ext.late++
 		now = sl.t
 	}
 	return t.fixedResult(sl, now, n)

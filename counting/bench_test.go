@@ -98,7 +98,7 @@ func (c *mapTable) add(key uint64, now int64) bool {
 	if !ok {
 		sl.t = c.t.windowStart(now)
 	}
-	r := c.t.slidingAdd(&c.t.shards[0], &sl, 1, now)
+	r := c.t.slidingAdd(&c.t.keys.shards[0], &sl, 1, now)
 	s.m[key] = sl
 	s.Unlock()
 	return r.Exceeded

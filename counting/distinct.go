@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"sync"
 	"time"
 )
 
@@ -18,7 +17,8 @@ import (
 // sketch of DistinctRegisters registers per window, so its memory is
 // bounded whatever the number of values. Most keys (an address's user
 // agents, its missing pages) hold a few values and never take a block.
-// It is safe for concurrent use: keys are spread over shards as in Table.
+// It is safe for concurrent use: keys are spread over the shards of a
+// Sharded table, as in Table.
 //
 // The estimate slides as the sliding window counter does: values seen in the
 // current window count fully, values seen only in the previous window count
@@ -33,12 +33,10 @@ import (
 // estimate is recomputed only when a value raises a register, so an Add of a
 // value already seen costs a hash probe and a comparison.
 type Distinct struct {
-	period  int64
-	limit   float64
-	shift   uint // 64 - log2(len(shards))
-	cap     int  // keys per shard
-	maxSlot int  // slots per shard at cap
-	shards  []dshard
+	period int64
+	limit  float64
+	cap    int // keys per shard
+	keys   Sharded[dslot, struct{}, distinctShard]
 }
 
 // DistinctRegisters is the number of HyperLogLog registers per window. The
@@ -55,17 +53,16 @@ const (
 
 const registerBits = 7 // log2(DistinctRegisters)
 
-// dslot is one key: the start of its current window, the cached estimates
+// dslot is one key, held beside it (64 bytes in all): the start of its current window, the cached estimates
 // of the current window and of the union with the previous one, and the
 // fingerprints of both windows' values ([0] current window, [1] previous)
 // while each holds at most sparseInline; else its block holds them.
 type dslot struct {
-	key      uint64 // 0 = empty
 	t        int64
 	cur, uni float32
 	n        [2]uint8 // values held exactly, or dense
 	_        [2]uint8
-	blk      int32 // 1 + the index of the key's block in dshard.blocks; 0: none
+	blk      int32 // 1 + the index of the key's block in distinctShard.blocks; 0: none
 	fps      [2][sparseInline]uint32
 }
 
@@ -76,16 +73,13 @@ const sparseInline = 4
 // up to sparseMax fingerprints in their bytes, then HyperLogLog registers.
 type dblock [2][DistinctRegisters]uint8
 
-type dshard struct {
-	mu        sync.Mutex
-	slots     []dslot
-	blocks    []dblock
-	free      []int32 // indexes of unused blocks
-	n         int
-	rng       uint64
-	evictions uint64
-	late      uint64
-	_         [64]byte
+type dshard = Shard[dslot, struct{}, distinctShard]
+
+// distinctShard is what a Distinct's shard holds beside its keys.
+type distinctShard struct {
+	blocks []dblock
+	free   []int32 // indexes of unused blocks
+	late   uint64
 }
 
 // DistinctConfig configures a Distinct table. Period and Limit are
@@ -95,34 +89,6 @@ type DistinctConfig struct {
 	Limit   float64 // Exceeded when the estimate is over Limit
 	MaxKeys int
 	Shards  int
-}
-
-// shardLayout divides a table of maxKeys keys (0: DefaultMaxKeys), of
-// which a key of this table takes share, over shards (0: DefaultShards,
-// fewer for a small table): it returns the number of shards, a power of
-// two, the keys each may hold, and the shift that picks a shard from the
-// top bits of a key's hash (64 for one shard).
-func shardLayout(maxKeys, share, shards int) (n, perShard int, shift uint) {
-	if maxKeys == 0 {
-		maxKeys = DefaultMaxKeys
-	}
-	maxKeys = max(maxKeys/share, 1)
-	n = shards
-	if n == 0 {
-		n = DefaultShards
-		for n > 1 && maxKeys/n < 64 {
-			n /= 2
-		}
-	}
-	n = 1 << bits.Len(uint(n-1))
-	for n > maxKeys {
-		n /= 2
-	}
-	shift = uint(64 - bits.TrailingZeros(uint(n)))
-	if n == 1 {
-		shift = 64
-	}
-	return n, maxKeys / n, shift
 }
 
 // NewDistinct validates cfg and returns an empty table.
@@ -139,37 +105,10 @@ func NewDistinct(cfg DistinctConfig) (*Distinct, error) {
 	// A key is two Table slots, and up to eight more while it holds more
 	// than four values in a window: the cap is an eighth of Table's, which
 	// keeps a full table under 47 MB at the default (13 MB of slots).
-	n, perShard, shift := shardLayout(cfg.MaxKeys, 8, cfg.Shards)
-	d := &Distinct{period: int64(cfg.Period), limit: cfg.Limit, shift: shift, cap: perShard, shards: make([]dshard, n)}
-	d.maxSlot = d.cap*3/2 + 1
-	for i := range d.shards {
-		d.shards[i].rng = uint64(i)*zeroKey + 1
-	}
+	n, perShard := shardLayout(cfg.MaxKeys, 8, cfg.Shards)
+	d := &Distinct{period: int64(cfg.Period), limit: cfg.Limit, cap: perShard}
+	d.keys.Init(n, perShard)
 	return d, nil
-}
-
-func (d *Distinct) shardFor(key uint64) *dshard { return &d.shards[mix(key)>>d.shift] }
-
-func (d *Distinct) home(key uint64, n int) int {
-	hi, _ := bits.Mul64(mix(key)<<(64-d.shift), uint64(n))
-	return int(hi)
-}
-
-func (d *Distinct) findLocked(s *dshard, key uint64) (int, bool) {
-	n := len(s.slots)
-	i := d.home(key, n)
-	for {
-		k := s.slots[i].key
-		if k == key {
-			return i, true
-		}
-		if k == 0 {
-			return i, false
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
 }
 
 func (d *Distinct) windowStart(now int64) int64 {
@@ -188,45 +127,34 @@ func (d *Distinct) expired(sl *dslot, now int64) bool { return now-sl.t >= 2*d.p
 // the key's estimate of distinct values in the period after it. It
 // allocates nothing once the key's shard has grown to hold it.
 func (d *Distinct) Add(key, value uint64, now int64) Result {
-	if key == 0 {
-		key = zeroKey
+	s, key := d.keys.Place(key)
+	s.Lock()
+	i, found := s.Claim(key)
+	if i < 0 {
+		i = s.Make(key, func() int { return d.victimLocked(s, now) })
 	}
-	s := d.shardFor(key)
-	s.mu.Lock()
-	if s.slots == nil {
-		s.slots = make([]dslot, min(minSlots, d.maxSlot))
-	}
-	i, found := d.findLocked(s, key)
 	if !found {
-		if s.n >= d.cap {
-			d.evictLocked(s, now)
-			i, _ = d.findLocked(s, key)
-		} else if (s.n+1)*5 > len(s.slots)*4 && len(s.slots) < d.maxSlot {
-			d.growLocked(s)
-			i, _ = d.findLocked(s, key)
-		}
-		s.slots[i] = dslot{key: key, t: d.windowStart(now)}
-		s.n++
+		*s.Val(i) = dslot{t: d.windowStart(now)}
 	}
-	sl := &s.slots[i]
-	k := dkey{sl, s.block(sl)}
+	sl := s.Val(i)
+	k := dkey{sl, s.Ext.block(sl)}
 	d.rotate(k, now)
 	if k.b != nil && sl.n[0] == 0 && sl.n[1] <= sparseInline {
-		k.b = s.unwiden(sl, k.b) // rotated out of the block (a late value may go back in)
+		k.b = s.Ext.unwiden(sl, k.b) // rotated out of the block (a late value may go back in)
 	}
 	w := 0 // the window the event falls in
 	if now < sl.t {
 		if now < sl.t-d.period {
-			s.late++
+			s.Ext.late++
 			r := d.result(sl, now)
-			s.mu.Unlock()
+			s.Unlock()
 			return r
 		}
 		w = 1
 	}
 	f := uint32(splitmix(value) >> 32)
 	if k.b == nil && sl.n[w] == sparseInline && !k.holds(w, f) {
-		k.b = s.widen(sl, d.cap)
+		k.b = s.Ext.widen(sl, d.cap)
 	}
 	switch k.insert(w, f) {
 	case addedExact:
@@ -244,7 +172,7 @@ func (d *Distinct) Add(key, value uint64, now int64) Result {
 		d.estimate(k)
 	}
 	r := d.result(sl, now)
-	s.mu.Unlock()
+	s.Unlock()
 	return r
 }
 
@@ -253,23 +181,17 @@ func (d *Distinct) AddDistinct(key, value uint64, now int64) Result { return d.A
 
 // Peek returns key's estimate at now without recording anything.
 func (d *Distinct) Peek(key uint64, now int64) Result {
-	if key == 0 {
-		key = zeroKey
-	}
-	s := d.shardFor(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.slots == nil {
+	s, key := d.keys.Place(key)
+	s.Lock()
+	defer s.Unlock()
+	i := s.Lookup(key)
+	if i < 0 || d.expired(s.Val(i), now) {
 		return Result{Remaining: d.limit}
 	}
-	i, found := d.findLocked(s, key)
-	if !found || d.expired(&s.slots[i], now) {
-		return Result{Remaining: d.limit}
-	}
-	sl := s.slots[i] // a copy: Peek changes nothing
+	sl := *s.Val(i) // a copy: Peek changes nothing
 	k := dkey{&sl, nil}
 	if sl.blk != 0 {
-		b := s.blocks[sl.blk-1]
+		b := s.Ext.blocks[sl.blk-1]
 		k.b = &b
 	}
 	d.rotate(k, now)
@@ -283,7 +205,7 @@ type dkey struct {
 }
 
 // block returns sl's block, or nil.
-func (s *dshard) block(sl *dslot) *dblock {
+func (s *distinctShard) block(sl *dslot) *dblock {
 	if sl.blk == 0 {
 		return nil
 	}
@@ -293,7 +215,7 @@ func (s *dshard) block(sl *dslot) *dblock {
 // widen gives sl a block and moves its fingerprints into it, as the bytes
 // of its registers. A shard's blocks are reused once freed, and never more
 // than its keys (limit).
-func (s *dshard) widen(sl *dslot, limit int) *dblock {
+func (s *distinctShard) widen(sl *dslot, limit int) *dblock {
 	var i int32
 	if n := len(s.free); n > 0 {
 		i, s.free = s.free[n-1], s.free[:n-1]
@@ -320,7 +242,7 @@ func (s *dshard) widen(sl *dslot, limit int) *dblock {
 // unwiden moves back into sl the fingerprints of its block, whose current
 // window is empty and previous one holds at most sparseInline, and frees
 // the block.
-func (s *dshard) unwiden(sl *dslot, b *dblock) *dblock {
+func (s *distinctShard) unwiden(sl *dslot, b *dblock) *dblock {
 	sl.fps = [2][sparseInline]uint32{}
 	for j := range int(sl.n[1]) {
 		sl.fps[1][j] = binary.LittleEndian.Uint32(b[1][4*j:])
@@ -330,7 +252,7 @@ func (s *dshard) unwiden(sl *dslot, b *dblock) *dblock {
 }
 
 // freeBlock frees sl's block, if it has one.
-func (s *dshard) freeBlock(sl *dslot) {
+func (s *distinctShard) freeBlock(sl *dslot) {
 	if sl.blk != 0 {
 		s.free = append(s.free, sl.blk-1)
 		sl.blk = 0
@@ -577,113 +499,40 @@ func (d *Distinct) result(sl *dslot, now int64) Result {
 	return r
 }
 
-func (d *Distinct) growLocked(s *dshard) {
-	n := min(max(len(s.slots)*3/2, minSlots), d.maxSlot)
-	old := s.slots
-	s.slots = make([]dslot, n)
-	for i := range old {
-		if old[i].key == 0 {
-			continue
-		}
-		j := d.home(old[i].key, n)
-		for s.slots[j].key != 0 {
-			if j++; j == n {
-				j = 0
-			}
-		}
-		s.slots[j] = old[i]
+// victimLocked picks the key a full shard evicts, and releases its block:
+// an expired key, or the sampled key with the fewest distinct values.
+func (d *Distinct) victimLocked(s *dshard, now int64) int {
+	var v leastUsed
+	for i, sl := range s.Sample() {
+		v.offer(i, d.expired(sl, now), d.usage(sl, now))
 	}
+	return d.releaseLocked(s, v.at)
 }
 
-// deleteLocked empties slot i with backward-shift deletion, as Table does.
-func (d *Distinct) deleteLocked(s *dshard, i int) {
-	s.freeBlock(&s.slots[i])
-	n := len(s.slots)
-	j := i
-	for {
-		if j++; j == n {
-			j = 0
-		}
-		k := s.slots[j].key
-		if k == 0 {
-			break
-		}
-		if !homeIn(d.home(k, n), i, j) {
-			s.slots[i] = s.slots[j]
-			i = j
-		}
-	}
-	s.slots[i] = dslot{}
-	s.n--
-}
-
-// evictLocked removes from a full shard an expired key, or the sampled key
-// with the fewest distinct values.
-func (d *Distinct) evictLocked(s *dshard, now int64) {
-	n := len(s.slots)
-	i := sampleStart(&s.rng, n)
-	victim, least := -1, math.Inf(1)
-	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
-		if sl := &s.slots[i]; sl.key != 0 {
-			seen++
-			if d.expired(sl, now) {
-				victim = i
-				break
-			}
-			if u := d.usage(sl, now); victim < 0 || u < least {
-				victim, least = i, u
-			}
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-	if victim >= 0 {
-		d.deleteLocked(s, victim)
-		s.evictions++
-	}
+// releaseLocked frees the block of the key in slot i, if it has one,
+// before the slot is deleted, and returns i.
+func (d *Distinct) releaseLocked(s *dshard, i int) int {
+	s.Ext.freeBlock(s.Val(i))
+	return i
 }
 
 // Sweep drops the keys with nothing left in the period at now and returns
 // how many it dropped.
 func (d *Distinct) Sweep(now int64) int {
-	dropped := 0
-	for si := range d.shards {
-		s := &d.shards[si]
-		s.mu.Lock()
-		for i := 0; i < len(s.slots); {
-			if sl := &s.slots[i]; sl.key != 0 && d.expired(sl, now) {
-				d.deleteLocked(s, i)
-				dropped++
-				continue
-			}
-			i++
-		}
-		s.mu.Unlock()
-	}
-	return dropped
+	return d.keys.Sweep(func(s *dshard, i int) bool {
+		return d.expired(s.Val(i), now) && d.releaseLocked(s, i) >= 0
+	})
 }
 
 // Len returns the number of keys tracked.
-func (d *Distinct) Len() int { return int(d.sum(func(s *dshard) uint64 { return uint64(s.n) })) }
+func (d *Distinct) Len() int { return d.keys.Len() }
 
 // Evictions returns how many keys were dropped to stay under MaxKeys.
-func (d *Distinct) Evictions() uint64 { return d.sum(func(s *dshard) uint64 { return s.evictions }) }
+func (d *Distinct) Evictions() uint64 { return d.keys.Evictions() }
 
 // Late returns how many values were ignored for being older than the
 // previous window.
-func (d *Distinct) Late() uint64 { return d.sum(func(s *dshard) uint64 { return s.late }) }
-
-func (d *Distinct) sum(f func(*dshard) uint64) uint64 {
-	var n uint64
-	for i := range d.shards {
-		s := &d.shards[i]
-		s.mu.Lock()
-		n += f(s)
-		s.mu.Unlock()
-	}
-	return n
-}
+func (d *Distinct) Late() uint64 { return d.keys.Sum(func(s *dshard) uint64 { return s.Ext.late }) }
 
 // splitmix is SplitMix64's finaliser: every input bit reaches the top bits
 // that pick a register.

@@ -202,8 +202,9 @@ func TestDistinctAsReference(t *testing.T) {
 		}
 		if i%50_000 == 0 {
 			n := 0
-			for si := range d.shards {
-				n += len(d.shards[si].blocks) - len(d.shards[si].free)
+			for si := range d.keys.shards {
+				x := &d.keys.shards[si].Ext
+				n += len(x.blocks) - len(x.free)
 			}
 			blocks = max(blocks, n)
 		}
@@ -221,8 +222,8 @@ func TestDistinctBlocks(t *testing.T) {
 	const period = int64(time.Minute)
 	d := newDistinct(t, time.Minute, 100, 64) // 8 keys in all (an eighth), in one shard
 	inUse := func() (used, held int) {
-		for si := range d.shards {
-			s := &d.shards[si]
+		for si := range d.keys.shards {
+			s := &d.keys.shards[si].Ext
 			used += len(s.blocks) - len(s.free)
 			held += len(s.blocks)
 		}

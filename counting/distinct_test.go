@@ -19,8 +19,8 @@ func newDistinct(t testing.TB, period time.Duration, limit float64, maxKeys int)
 }
 
 func TestDistinctSlotSize(t *testing.T) {
-	if n := unsafe.Sizeof(dslot{}); n != DistinctSlotBytes {
-		t.Fatalf("dslot is %d bytes, DistinctSlotBytes says %d", n, DistinctSlotBytes)
+	if n := unsafe.Sizeof(entry[dslot]{}); n != DistinctSlotBytes {
+		t.Fatalf("a key and its dslot are %d bytes, DistinctSlotBytes says %d", n, DistinctSlotBytes)
 	}
 }
 
@@ -258,14 +258,14 @@ func TestDistinctCachedEstimate(t *testing.T) {
 				at -= int64(time.Minute) // late: into the previous window
 			}
 			d.Add(key, v*0x9e3779b97f4a7c15, at)
-			s := d.shardFor(key)
-			j, ok := d.findLocked(s, key)
-			if !ok {
+			s := d.keys.For(key)
+			j := s.Lookup(key)
+			if j < 0 {
 				t.Fatal("key lost")
 			}
-			got := s.slots[j]
+			got := *s.Val(j)
 			want := got
-			d.estimate(dkey{&want, s.block(&got)}) // estimate writes only the slot
+			d.estimate(dkey{&want, s.Ext.block(&got)}) // estimate writes only the slot
 			if got.cur != want.cur || got.uni != want.uni {
 				t.Fatalf("%d values, Add %d (n %v): kept cur %v uni %v, recomputed %v %v", values, i, got.n, got.cur, got.uni, want.cur, want.uni)
 			}

@@ -111,6 +111,12 @@
 // shard has grown to hold its keys; an Add costs one cache miss on a large
 // table.
 //
+// Table, Distinct, Regularity and counting/redis's Counter share one table,
+// Sharded: the probing, growth, deletion, sampled eviction and sweeps are
+// written once, generic over what a slot holds beside its key, and each
+// keeps its own slot layout and bytes per key. What a key's state means and
+// which key a full shard evicts stay with each of them.
+//
 // # A fleet-wide tier (not built yet)
 //
 // The rule engine declares the small interface it calls, for example

@@ -53,7 +53,7 @@ func (l *eventLog) entries(sl *slot) ([]int64, []float32) {
 // exceed the limit.
 
 func (t *Table) logAdd(s *shard, sl *slot, n float64, now int64) Result {
-	at, w := s.log.block(sl)
+	at, w := s.Ext.log.block(sl)
 	cnt := int(sl.b)
 	ref := now
 	if cnt > 0 && at[cnt-1] > ref {
@@ -69,7 +69,7 @@ func (t *Table) logAdd(s *shard, sl *slot, n float64, now int64) Result {
 		cnt -= drop
 	}
 	if now <= ref-t.period {
-		s.late++
+		s.Ext.late++
 	} else {
 		if cnt == len(at) {
 			w[1] += w[0]
@@ -92,7 +92,7 @@ func (t *Table) logAdd(s *shard, sl *slot, n float64, now int64) Result {
 // logView returns the entries of a key inside the period ending at ref, the
 // later of now and the key's newest event.
 func (t *Table) logView(s *shard, sl *slot, now int64) ([]int64, []float32, int64) {
-	at, w := s.log.entries(sl)
+	at, w := s.Ext.log.entries(sl)
 	ref := now
 	if len(at) > 0 && at[len(at)-1] > ref {
 		ref = at[len(at)-1]

@@ -3,9 +3,7 @@ package counting
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -16,7 +14,7 @@ import (
 // intervals (milliseconds), so its memory is fixed (RegularitySlotBytes);
 // nothing is computed per event but the ring's write, and the statistic
 // only when the caller asks for a judgement. It is safe for concurrent use:
-// keys are spread over shards as in Table.
+// keys are spread over the shards of a Sharded table, as in Table.
 //
 // Time is the caller's (unix nanoseconds). An event older than the key's
 // newest is ignored (counted by Late): a sleep loop sends in order, and an
@@ -28,10 +26,7 @@ type Regularity struct {
 	gap       int64
 	minEvents int
 	maxCV     float64
-	shift     uint // 64 - log2(len(shards))
-	cap       int  // keys per shard
-	maxSlot   int  // slots per shard at cap
-	shards    []rshard
+	keys      Sharded[struct{}, rslot, regularityShard]
 }
 
 // RegularityIntervals is the number of intervals a key keeps: the
@@ -43,8 +38,8 @@ const RegularityIntervals = 32
 // newest event, the ring's position and fill, and the ring.
 const RegularitySlotBytes = 8 + 8 + 8 + 4*RegularityIntervals
 
-// rslot is one key's ring. The key is in rshard.keys at the same index, as
-// in Distinct.
+// rslot is one key's ring. It is kept apart from the key, at the same index
+// of a second array: probing reads only keys, eight to a cache line.
 type rslot struct {
 	last int64 // time of the key's newest event
 	head uint8 // where the next interval goes
@@ -53,16 +48,10 @@ type rslot struct {
 	iv   [RegularityIntervals]uint32 // milliseconds, saturated at MaxUint32
 }
 
-type rshard struct {
-	mu        sync.Mutex
-	keys      []uint64 // 0 = empty
-	slots     []rslot
-	n         int
-	rng       uint64
-	evictions uint64
-	late      uint64
-	_         [64]byte
-}
+type rshard = Shard[struct{}, rslot, regularityShard]
+
+// regularityShard is what a Regularity's shard holds beside its keys.
+type regularityShard struct{ late uint64 }
 
 // RegularityConfig configures a Regularity table. Gap, MinEvents and MaxCV
 // are required; MaxKeys and Shards default as in Config.
@@ -97,38 +86,10 @@ func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
 	// A key is about five Table slots: the cap is a quarter of Table's,
 	// which keeps a full table near 60 MB at the default
 	// (152 bytes a slot, half again as many slots as keys).
-	n, perShard, shift := shardLayout(cfg.MaxKeys, 4, cfg.Shards)
-	r := &Regularity{gap: int64(cfg.Gap), minEvents: cfg.MinEvents, maxCV: cfg.MaxCV,
-		shift: shift, cap: perShard, shards: make([]rshard, n)}
-	r.maxSlot = r.cap*3/2 + 1
-	for i := range r.shards {
-		r.shards[i].rng = uint64(i)*zeroKey + 1
-	}
+	n, perShard := shardLayout(cfg.MaxKeys, 4, cfg.Shards)
+	r := &Regularity{gap: int64(cfg.Gap), minEvents: cfg.MinEvents, maxCV: cfg.MaxCV}
+	r.keys.Init(n, perShard)
 	return r, nil
-}
-
-func (r *Regularity) shardFor(key uint64) *rshard { return &r.shards[mix(key)>>r.shift] }
-
-func (r *Regularity) home(key uint64, n int) int {
-	hi, _ := bits.Mul64(mix(key)<<(64-r.shift), uint64(n))
-	return int(hi)
-}
-
-func (r *Regularity) findLocked(s *rshard, key uint64) (int, bool) {
-	n := len(s.keys)
-	i := r.home(key, n)
-	for {
-		k := s.keys[i]
-		if k == key {
-			return i, true
-		}
-		if k == 0 {
-			return i, false
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
 }
 
 // Add records an event of key at now (unix nanoseconds). With judge set it
@@ -137,32 +98,19 @@ func (r *Regularity) findLocked(s *rshard, key uint64) (int, bool) {
 // of variation at most MaxCV (see Timing.Regular). It allocates nothing
 // once the key's shard has grown to hold it.
 func (r *Regularity) Add(key uint64, now int64, judge bool) (regular bool) {
-	if key == 0 {
-		key = zeroKey
+	s, key := r.keys.Place(key)
+	s.Lock()
+	i, found := s.Claim(key)
+	if i < 0 {
+		i = s.Make(key, func() int { return r.victimLocked(s, now) })
 	}
-	s := r.shardFor(key)
-	s.mu.Lock()
-	if s.keys == nil {
-		n := min(minSlots, r.maxSlot)
-		s.keys, s.slots = make([]uint64, n), make([]rslot, n)
-	}
-	i, found := r.findLocked(s, key)
+	sl := s.Side(i)
 	if !found {
-		if s.n >= r.cap {
-			r.evictLocked(s, now)
-			i, _ = r.findLocked(s, key)
-		} else if (s.n+1)*5 > len(s.keys)*4 && len(s.keys) < r.maxSlot {
-			r.growLocked(s)
-			i, _ = r.findLocked(s, key)
-		}
-		s.keys[i] = key
-		s.slots[i] = rslot{last: now}
-		s.n++
+		*sl = rslot{last: now}
 	} else {
-		sl := &s.slots[i]
 		switch d := now - sl.last; {
 		case d < 0:
-			s.late++
+			s.Ext.late++
 		case d > r.gap:
 			*sl = rslot{last: now}
 		default:
@@ -173,9 +121,9 @@ func (r *Regularity) Add(key uint64, now int64, judge bool) (regular bool) {
 		}
 	}
 	if judge {
-		regular = r.regularLocked(&s.slots[i])
+		regular = r.regularLocked(sl)
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	return regular
 }
 
@@ -197,20 +145,14 @@ type Timing struct {
 // Peek returns key's timing at now without recording anything; ok is false
 // for a key not tracked, or idle for longer than Gap.
 func (r *Regularity) Peek(key uint64, now int64) (t Timing, ok bool) {
-	if key == 0 {
-		key = zeroKey
-	}
-	s := r.shardFor(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.keys == nil {
+	s, key := r.keys.Place(key)
+	s.Lock()
+	defer s.Unlock()
+	i := s.Lookup(key)
+	if i < 0 || now-s.Side(i).last > r.gap {
 		return Timing{}, false
 	}
-	i, found := r.findLocked(s, key)
-	if !found || now-s.slots[i].last > r.gap {
-		return Timing{}, false
-	}
-	sl := &s.slots[i]
+	sl := s.Side(i)
 	mean, cv := IntervalCV(sl.iv[:sl.n])
 	return Timing{Events: int(sl.n) + 1, Mean: time.Duration(mean * float64(time.Millisecond)), CV: cv}, true
 }
@@ -269,113 +211,39 @@ func IntervalCV(intervals []uint32) (mean, cv float64) {
 	return mean, math.Sqrt(variance) / mean
 }
 
-func (r *Regularity) growLocked(s *rshard) {
-	n := min(max(len(s.keys)*3/2, minSlots), r.maxSlot)
-	oldKeys, old := s.keys, s.slots
-	s.keys, s.slots = make([]uint64, n), make([]rslot, n)
-	for i, k := range oldKeys {
-		if k == 0 {
-			continue
-		}
-		j := r.home(k, n)
-		for s.keys[j] != 0 {
-			if j++; j == n {
-				j = 0
-			}
-		}
-		s.keys[j], s.slots[j] = k, old[i]
-	}
-}
-
-// deleteLocked empties slot i with backward-shift deletion, as Table does.
-func (r *Regularity) deleteLocked(s *rshard, i int) {
-	n := len(s.keys)
-	j := i
-	for {
-		if j++; j == n {
-			j = 0
-		}
-		k := s.keys[j]
-		if k == 0 {
+// victimLocked picks the key a full shard evicts: an idle key, or the
+// sampled key with the fewest intervals (the oldest among equals). A flood
+// of keys seen once evicts itself and leaves the long runs, the ones worth
+// judging.
+func (r *Regularity) victimLocked(s *rshard, now int64) int {
+	victim := -1
+	for i := range s.Sample() {
+		sl, v := s.Side(i), s.Side(max(victim, 0))
+		if now-sl.last > r.gap {
+			victim = i
 			break
 		}
-		if !homeIn(r.home(k, n), i, j) {
-			s.keys[i], s.slots[i] = k, s.slots[j]
-			i = j
+		if victim < 0 || sl.n < v.n || (sl.n == v.n && sl.last < v.last) {
+			victim = i
 		}
 	}
-	s.keys[i] = 0
-	s.n--
-}
-
-// evictLocked removes from a full shard an idle key, or the sampled key
-// with the fewest intervals (the oldest among equals): a flood of keys
-// seen once evicts itself and leaves the long runs, the ones worth judging.
-func (r *Regularity) evictLocked(s *rshard, now int64) {
-	n := len(s.keys)
-	i := sampleStart(&s.rng, n)
-	victim := -1
-	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
-		if s.keys[i] != 0 {
-			sl := &s.slots[i]
-			seen++
-			if now-sl.last > r.gap {
-				victim = i
-				break
-			}
-			if v := &s.slots[max(victim, 0)]; victim < 0 || sl.n < v.n || (sl.n == v.n && sl.last < v.last) {
-				victim = i
-			}
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-	if victim >= 0 {
-		r.deleteLocked(s, victim)
-		s.evictions++
-	}
+	return victim
 }
 
 // Sweep drops the keys idle for longer than Gap at now and returns how many
 // it dropped.
 func (r *Regularity) Sweep(now int64) int {
-	dropped := 0
-	for si := range r.shards {
-		s := &r.shards[si]
-		s.mu.Lock()
-		for i := 0; i < len(s.keys); {
-			if s.keys[i] != 0 && now-s.slots[i].last > r.gap {
-				r.deleteLocked(s, i)
-				dropped++
-				continue
-			}
-			i++
-		}
-		s.mu.Unlock()
-	}
-	return dropped
+	return r.keys.Sweep(func(s *rshard, i int) bool { return now-s.Side(i).last > r.gap })
 }
 
 // Len returns the number of keys tracked.
-func (r *Regularity) Len() int { return int(r.sum(func(s *rshard) uint64 { return uint64(s.n) })) }
+func (r *Regularity) Len() int { return r.keys.Len() }
 
 // Evictions returns how many keys were dropped to stay under MaxKeys.
-func (r *Regularity) Evictions() uint64 {
-	return r.sum(func(s *rshard) uint64 { return s.evictions })
-}
+func (r *Regularity) Evictions() uint64 { return r.keys.Evictions() }
 
 // Late returns how many events were ignored for being older than their
 // key's newest.
-func (r *Regularity) Late() uint64 { return r.sum(func(s *rshard) uint64 { return s.late }) }
-
-func (r *Regularity) sum(f func(*rshard) uint64) uint64 {
-	var n uint64
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		n += f(s)
-		s.mu.Unlock()
-	}
-	return n
+func (r *Regularity) Late() uint64 {
+	return r.keys.Sum(func(s *rshard) uint64 { return s.Ext.late })
 }

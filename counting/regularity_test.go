@@ -20,7 +20,7 @@ func newRegularity(t testing.TB, gap time.Duration, minEvents int, maxCV float64
 }
 
 func TestRegularitySlotSize(t *testing.T) {
-	if n := unsafe.Sizeof(uint64(0)) + unsafe.Sizeof(rslot{}); n != RegularitySlotBytes {
+	if n := unsafe.Sizeof(entry[struct{}]{}) + unsafe.Sizeof(rslot{}); n != RegularitySlotBytes {
 		t.Fatalf("a key and its rslot are %d bytes, RegularitySlotBytes says %d", n, RegularitySlotBytes)
 	}
 }

@@ -2,15 +2,12 @@ package counting
 
 import (
 	"math"
-	"math/bits"
-	"sync"
 	"time"
 )
 
 // Table is a set of rate counters keyed on pre-hashed uint64 keys, all under
-// one Limit. It is safe for concurrent use: keys are spread over shards, each
-// an open-addressing hash table (linear probing, backward-shift deletion)
-// under its own mutex.
+// one Limit. It is safe for concurrent use: keys are spread over the shards
+// of a Sharded table, each under its own mutex.
 type Table struct {
 	alg      Algorithm
 	period   int64   // nanoseconds
@@ -22,13 +19,11 @@ type Table struct {
 	interval float64 // GCRA: emission interval in nanoseconds
 	logCap   int     // SlidingLog: entries per key
 
-	shardShift uint // 64 - log2(len(shards))
-	shardCap   int  // keys per shard
-	maxSlots   int  // slots per shard at shardCap
-	shards     []shard
+	keys Sharded[slot, struct{}, tableShard]
 }
 
-// slot is one key's state. Its fields are read per algorithm:
+// slot is one key's state, held beside the key (32 bytes in all). Its
+// fields are read per algorithm:
 //
 //	SlidingWindow  t: start of current window  a: current count  b: previous count
 //	FixedWindow    t: start of current window  a: current count
@@ -36,29 +31,16 @@ type Table struct {
 //	GCRA           t: theoretical arrival time
 //	SlidingLog     t: block in the shard's log   b: entries in the block
 type slot struct {
-	key  uint64 // 0 = empty; a key of 0 is stored as zeroKey
 	t    int64
 	a, b float64
 }
 
-// zeroKey stands for the key 0, which marks an empty slot. Keys 0 and
-// zeroKey therefore share a counter; for hashed keys that is a 2^-63 chance.
-const zeroKey = 0x9e3779b97f4a7c15
+type shard = Shard[slot, struct{}, tableShard]
 
-const (
-	minSlots   = 8
-	sampleSize = 8 // slots compared when a full shard evicts
-)
-
-type shard struct {
-	mu        sync.Mutex
-	slots     []slot
-	n         int
-	rng       uint64
-	evictions uint64
-	late      uint64
-	log       eventLog
-	_         [64]byte // keep neighbouring shards' locks off one cache line
+// tableShard is what a Table's shard holds beside its keys.
+type tableShard struct {
+	late uint64
+	log  eventLog
 }
 
 // NewTable validates cfg and returns an empty table. It starts nothing; memory
@@ -67,41 +49,20 @@ func NewTable(cfg Config) (*Table, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	maxKeys := cfg.MaxKeys
-	if maxKeys == 0 {
-		maxKeys = DefaultMaxKeys
-	}
-	nshards := cfg.Shards
-	if nshards == 0 {
-		nshards = DefaultShards
-		for nshards > 1 && maxKeys/nshards < 64 {
-			nshards /= 2
-		}
-	}
-	nshards = 1 << bits.Len(uint(nshards-1)) // round up to a power of two
-	for nshards > maxKeys {                  // rounding up may pass the cap
-		nshards /= 2
-	}
+	nshards, perShard := shardLayout(cfg.MaxKeys, 1, cfg.Shards)
 	l := cfg.Limit
 	t := &Table{
-		alg:        l.Algorithm,
-		period:     int64(l.Period),
-		requests:   l.Requests,
-		rate:       l.Requests / float64(l.Period),
-		perNS:      1 / float64(l.Period),
-		interval:   float64(l.Period) / l.Requests,
-		burst:      l.Capacity(),
-		shardShift: uint(64 - bits.TrailingZeros(uint(nshards))),
-		shardCap:   maxKeys / nshards,
-		shards:     make([]shard, nshards),
+		alg:      l.Algorithm,
+		period:   int64(l.Period),
+		requests: l.Requests,
+		rate:     l.Requests / float64(l.Period),
+		perNS:    1 / float64(l.Period),
+		interval: float64(l.Period) / l.Requests,
+		burst:    l.Capacity(),
 	}
-	if nshards == 1 {
-		t.shardShift = 64 // x >> 64 is 0 in Go
-	}
-	// A shard grows while under 80% load; at its cap it is two-thirds full,
-	// which keeps the probe runs of a flood (a miss, an eviction, an insert
-	// per event) short. It always has an empty slot.
-	t.maxSlots = t.shardCap*3/2 + 1
+	// A shard at its cap is two-thirds full, which keeps the probe runs of
+	// a flood (a miss, an eviction, an insert per event) short.
+	t.keys.Init(nshards, perShard)
 	t.tol = int64(math.Round(t.burst * t.interval))
 	if t.burst == t.requests {
 		t.tol = t.period // exact, whatever the rounding of interval
@@ -109,9 +70,8 @@ func NewTable(cfg Config) (*Table, error) {
 	if t.alg == SlidingLog {
 		t.logCap = int(math.Ceil(l.Requests)) + 1
 	}
-	for i := range t.shards {
-		t.shards[i].rng = uint64(i)*zeroKey + 1
-		t.shards[i].log.k = t.logCap
+	for i := range t.keys.shards {
+		t.keys.shards[i].Ext.log.k = t.logCap
 	}
 	return t, nil
 }
@@ -123,43 +83,6 @@ func (t *Table) Limit() Limit {
 		l.Burst = t.burst
 	}
 	return l
-}
-
-// mix spreads the bits of a key: callers may pass keys that are not hashes.
-func mix(key uint64) uint64 {
-	key ^= key >> 33
-	key *= 0xff51afd7ed558ccd
-	key ^= key >> 33
-	return key
-}
-
-func (t *Table) shardFor(key uint64) *shard {
-	return &t.shards[mix(key)>>t.shardShift]
-}
-
-// home is the first slot probed for key in a shard of n slots.
-func (t *Table) home(key uint64, n int) int {
-	hi, _ := bits.Mul64(mix(key)<<(64-t.shardShift), uint64(n))
-	return int(hi)
-}
-
-// findLocked returns the slot holding key, or the empty slot where it would
-// go.
-func (t *Table) findLocked(s *shard, key uint64) (int, bool) {
-	n := len(s.slots)
-	i := t.home(key, n)
-	for {
-		k := s.slots[i].key
-		if k == key {
-			return i, true
-		}
-		if k == 0 {
-			return i, false
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
 }
 
 // Add records an event of size n for key at event time now (unix
@@ -184,37 +107,25 @@ func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 	if !(n > 0) || math.IsInf(n, 1) {
 		return t.Peek(key, now)
 	}
-	if key == 0 {
-		key = zeroKey
+	s, key := t.keys.Place(key)
+	s.Lock()
+	i, found := s.Claim(key)
+	if i < 0 {
+		i = s.Make(key, func() int { return t.victimLocked(s, now) })
 	}
-	s := t.shardFor(key)
-	s.mu.Lock()
-	if s.slots == nil {
-		s.slots = make([]slot, min(minSlots, t.maxSlots))
-	}
-	i, found := t.findLocked(s, key)
-	if found && t.expired(s, &s.slots[i], now) {
-		t.resetLocked(s, &s.slots[i])
-		t.initLocked(s, &s.slots[i], now)
+	if found && t.expired(s, s.Val(i), now) {
+		t.resetLocked(s, s.Val(i))
+		t.initLocked(s, s.Val(i), now)
 	} else if !found {
-		if s.n >= t.shardCap {
-			t.evictLocked(s, now)
-			i, _ = t.findLocked(s, key)
-		} else if (s.n+1)*5 > len(s.slots)*4 && len(s.slots) < t.maxSlots {
-			t.growLocked(s)
-			i, _ = t.findLocked(s, key)
-		}
-		s.slots[i].key = key
-		s.n++
-		t.initLocked(s, &s.slots[i], now)
+		t.initLocked(s, s.Val(i), now)
 	}
 	var r Result
 	if admit {
-		r = t.admitLocked(s, &s.slots[i], n, now)
+		r = t.admitLocked(s, s.Val(i), n, now)
 	} else {
-		r = t.addLocked(s, &s.slots[i], n, now)
+		r = t.addLocked(s, s.Val(i), n, now)
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	return r
 }
 
@@ -223,20 +134,15 @@ func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 // Exceeded says Count > Requests; for TokenBucket and GCRA it says an event
 // of size 1 would not conform now. RetryAfter is then for an event of size 1.
 func (t *Table) Peek(key uint64, now int64) Result {
-	if key == 0 {
-		key = zeroKey
-	}
-	s := t.shardFor(key)
-	s.mu.Lock()
+	s, key := t.keys.Place(key)
+	s.Lock()
 	var r Result
-	if s.slots == nil {
-		r = t.unused()
-	} else if i, found := t.findLocked(s, key); !found || t.expired(s, &s.slots[i], now) {
+	if i := s.Lookup(key); i < 0 || t.expired(s, s.Val(i), now) {
 		r = t.unused()
 	} else {
-		r = t.peekLocked(s, &s.slots[i], now)
+		r = t.peekLocked(s, s.Val(i), now)
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	return r
 }
 
@@ -247,165 +153,55 @@ func (t *Table) unused() Result {
 	return Result{Remaining: t.requests}
 }
 
-// growLocked moves a shard to a table 1.5 times larger (at most maxSlots).
-func (t *Table) growLocked(s *shard) {
-	n := min(max(len(s.slots)*3/2, minSlots), t.maxSlots)
-	old := s.slots
-	s.slots = make([]slot, n)
-	for _, sl := range old {
-		if sl.key == 0 {
-			continue
-		}
-		i := t.home(sl.key, n)
-		for s.slots[i].key != 0 {
-			if i++; i == n {
-				i = 0
-			}
-		}
-		s.slots[i] = sl
-	}
-}
-
 // Forget drops key's count, as if it had never been seen; it reports whether
 // the key was held. An operator who deletes a rule's mitigation uses it so
 // that the rule trips again only when the client goes over the limit anew.
 func (t *Table) Forget(key uint64) bool {
-	if key == 0 {
-		key = zeroKey
+	s, key := t.keys.Place(key)
+	s.Lock()
+	defer s.Unlock()
+	i := s.Lookup(key)
+	if i >= 0 {
+		s.Delete(t.releaseLocked(s, i))
 	}
-	s := t.shardFor(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.slots == nil {
-		return false
-	}
-	i, found := t.findLocked(s, key)
-	if found {
-		t.deleteLocked(s, i)
-	}
-	return found
+	return i >= 0
 }
 
-// deleteLocked empties slot i, shifting back the entries of its probe run.
-func (t *Table) deleteLocked(s *shard, i int) {
-	t.resetLocked(s, &s.slots[i])
-	n := len(s.slots)
-	j := i
-	for {
-		if j++; j == n {
-			j = 0
-		}
-		k := s.slots[j].key
-		if k == 0 {
-			break
-		}
-		if !homeIn(t.home(k, n), i, j) {
-			s.slots[i] = s.slots[j]
-			i = j
-		}
-	}
-	s.slots[i] = slot{}
-	s.n--
+// releaseLocked releases what the key in slot i holds outside it, before
+// the slot is deleted, and returns i.
+func (t *Table) releaseLocked(s *shard, i int) int {
+	t.resetLocked(s, s.Val(i))
+	return i
 }
 
-// evictLocked removes one key from a full shard: among up to sampleSize
-// occupied slots from a random position, an expired one if any, else the one
-// with the least current usage (sampled LFU). Heavy keys therefore survive
-// a flood of new keys, each of which arrives with a usage of one event.
-func (t *Table) evictLocked(s *shard, now int64) {
-	n := len(s.slots)
-	i := sampleStart(&s.rng, n)
-	victim, least := -1, math.Inf(1)
-	for seen, scanned := 0, 0; seen < sampleSize && scanned < n; scanned++ {
-		sl := &s.slots[i]
-		if sl.key != 0 {
-			seen++
-			if t.expired(s, sl, now) {
-				victim = i
-				break
-			}
-			// The first sample is taken whatever its usage, so a shard
-			// of infinite or NaN counts (absurd event sizes) still evicts.
-			if u := t.usageLocked(s, sl, now); victim < 0 || u < least {
-				victim, least = i, u
-			}
-		}
-		if i++; i == n {
-			i = 0
-		}
+// victimLocked picks the key a full shard evicts, and releases it: among
+// the sampled keys an expired one if any, else the one with the least
+// current usage (sampled LFU). Heavy keys therefore survive a flood of new
+// keys, each of which arrives with a usage of one event.
+func (t *Table) victimLocked(s *shard, now int64) int {
+	var v leastUsed
+	for i, sl := range s.Sample() {
+		v.offer(i, t.expired(s, sl, now), t.usageLocked(s, sl, now))
 	}
-	if victim >= 0 {
-		t.deleteLocked(s, victim)
-		s.evictions++
-	}
+	return t.releaseLocked(s, v.at)
 }
 
 // Sweep drops the keys idle for more than two periods at now and returns how
 // many it dropped. Keys are also dropped lazily when touched or sampled for
 // eviction, so Sweep only returns memory sooner.
 func (t *Table) Sweep(now int64) int {
-	dropped := 0
-	for si := range t.shards {
-		s := &t.shards[si]
-		s.mu.Lock()
-		for i := 0; i < len(s.slots); {
-			if sl := &s.slots[i]; sl.key != 0 && t.expired(s, sl, now) {
-				t.deleteLocked(s, i)
-				dropped++
-				continue // an entry may have shifted into i
-			}
-			i++
-		}
-		s.mu.Unlock()
-	}
-	return dropped
+	return t.keys.Sweep(func(s *shard, i int) bool {
+		return t.expired(s, s.Val(i), now) && t.releaseLocked(s, i) >= 0
+	})
 }
 
 // Len returns the number of keys tracked.
-func (t *Table) Len() int {
-	return int(t.sum(func(s *shard) uint64 { return uint64(s.n) }))
-}
+func (t *Table) Len() int { return t.keys.Len() }
 
 // Evictions returns how many keys were dropped to keep the table under
 // MaxKeys (expiry is not counted).
-func (t *Table) Evictions() uint64 {
-	return t.sum(func(s *shard) uint64 { return s.evictions })
-}
+func (t *Table) Evictions() uint64 { return t.keys.Evictions() }
 
 // Late returns how many events were ignored because they were older than
 // the algorithm can place (see doc.go).
-func (t *Table) Late() uint64 {
-	return t.sum(func(s *shard) uint64 { return s.late })
-}
-
-// sum adds f over the shards, each read under its lock.
-func (t *Table) sum(f func(*shard) uint64) uint64 {
-	var n uint64
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		n += f(s)
-		s.mu.Unlock()
-	}
-	return n
-}
-
-// homeIn reports whether home h lies cyclically in (i, j]: in backward-shift
-// deletion, the entry at j then stays where it is rather than filling the
-// hole at i. Table and Distinct share it.
-func homeIn(h, i, j int) bool {
-	if i <= j {
-		return i < h && h <= j
-	}
-	return i < h || h <= j
-}
-
-// sampleStart advances a shard's xorshift state and maps it to a slot index
-// in [0, n): where an eviction's sample begins.
-func sampleStart(rng *uint64, n int) int {
-	*rng ^= *rng << 13
-	*rng ^= *rng >> 7
-	*rng ^= *rng << 17
-	hi, _ := bits.Mul64(*rng, uint64(n))
-	return int(hi)
-}
+func (t *Table) Late() uint64 { return t.keys.Sum(func(s *shard) uint64 { return s.Ext.late }) }

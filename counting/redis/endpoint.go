@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/guardd/guardd/counting"
 )
 
 // Slots is the number of Redis Cluster hash slots.
@@ -109,7 +111,7 @@ func (e *endpoints) healthyKey(c *Counter, key uint64) bool {
 		return t.eps[0].closed.Load()
 	}
 	if key == 0 {
-		key = zeroKey // as Add stores it, and as redisKey names it
+		key = counting.ZeroKey // as Add stores it, and as redisKey names it
 	}
 	var buf [96]byte
 	b := append(buf[:0], c.prefix...)

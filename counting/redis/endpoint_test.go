@@ -402,10 +402,10 @@ func TestHealthyKeyMatchesRedisKey(t *testing.T) {
 	for range DefaultThreshold {
 		top.eps[1].br.Failure(clock)
 	}
-	for _, k := range []uint64{0, 1, 2, 0xffffffffffffffff, zeroKey, 12345} {
+	for _, k := range []uint64{0, 1, 2, 0xffffffffffffffff, counting.ZeroKey, 12345} {
 		stored := k
 		if stored == 0 {
-			stored = zeroKey
+			stored = counting.ZeroKey
 		}
 		want := top.of(KeySlot(c.redisKey(stored))) != 1
 		if got := f.eps.healthyKey(c, k); got != want {

@@ -15,27 +15,26 @@ import (
 func checkShards(t *testing.T, c *Counter) int {
 	t.Helper()
 	total := 0
-	for si := range c.shards {
-		sh := &c.shards[si]
-		sh.mu.Lock()
+	shards := c.keys.Shards()
+	for si := range shards {
+		sh := &shards[si]
+		sh.Lock()
 		n := 0
-		for i, k := range sh.keys {
-			if k == 0 {
-				continue
-			}
+		for i := range sh.All() {
+			k := sh.Key(i)
 			n++
-			if j := sh.lookupLocked(k); j != i {
+			if j := sh.Lookup(k); j != i {
 				t.Errorf("shard %d: key %x in slot %d found at %d", si, k, i, j)
 			}
-			if c.shardOf(k) != sh {
+			if c.keys.For(k) != sh {
 				t.Errorf("key %x in shard %d, not its own", k, si)
 			}
 		}
-		if n != sh.n {
-			t.Errorf("shard %d: %d keys in slots, n = %d", si, n, sh.n)
+		if n != sh.Len() {
+			t.Errorf("shard %d: %d keys in slots, Len = %d", si, n, sh.Len())
 		}
 		total += n
-		sh.mu.Unlock()
+		sh.Unlock()
 	}
 	return total
 }
@@ -120,11 +119,6 @@ func TestLedgersFullShards(t *testing.T) {
 	if n := checkShards(t, c); n > 64*8 {
 		t.Errorf("%d keys held, cap %d", n, 64*8)
 	}
-	for si := range c.shards {
-		if l := len(c.shards[si].keys); l > c.maxSlots {
-			t.Errorf("shard %d: %d slots, cap %d", si, l, c.maxSlots)
-		}
-	}
 	if r := c.Add(0, 1, now); !r.Exceeded {
 		t.Errorf("key 0 lost its count in the flood: %+v", r)
 	}
@@ -198,11 +192,11 @@ func TestFullPassDue(t *testing.T) {
 			step(0) // the grant
 			step(time.Second)
 			visited := func() bool {
-				sh := c.shardOf(3)
-				sh.mu.Lock()
-				defer sh.mu.Unlock()
-				i := sh.lookupLocked(3)
-				return i >= 0 && sh.ls[i].pass == c.pass
+				sh := c.keys.For(3)
+				sh.Lock()
+				defer sh.Unlock()
+				i := sh.Lookup(3)
+				return i >= 0 && sh.Side(i).pass == c.pass
 			}
 			scripts := testutil.ToFloat64(f.met.keys)
 			for range 5 { // full passes inside the window

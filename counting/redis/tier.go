@@ -171,8 +171,7 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 		}
 	}
 	c := &Counter{f: f, rule: r, p: p, prefix: "guardd:{" + r.Name + ":"}
-	c.perShard = max(f.cfg.MaxKeys/counterShards, 1)
-	c.maxSlots = c.perShard*3/2 + 1
+	c.keys.Init(counterShards, f.cfg.MaxKeys/counterShards)
 	for m := range numDecisions {
 		c.decisions[m] = f.met.decisions.WithLabelValues(m.String())
 	}
@@ -562,9 +561,7 @@ type Counter struct {
 	rule     Rule
 	p        params
 	prefix   string
-	perShard int // keys per shard at most
-	maxSlots int // slots per shard at perShard keys: two-thirds full
-	shards   [counterShards]cshard
+	keys     counting.Sharded[int64, keyState, ledgers]
 	pass     uint64 // collect passes; only the flush loop touches it
 	dueNodes int    // live nodes at the last full pass
 
@@ -654,11 +651,8 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		}
 	}
 	rnow := (now + f.off.Load()) / 1000
-	if key == 0 {
-		key = zeroKey
-	}
-	sh := c.shardOf(key)
-	sh.mu.Lock()
+	sh, key := c.keys.Place(key)
+	sh.Lock()
 	ks, slot := c.ledgerLocked(sh, key, rnow)
 	gap := rnow - ks.used
 	ks.used = rnow
@@ -799,12 +793,12 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		ks.active = false
 		kick = false
 	default:
-		sh.queueLocked(key, ks)
+		queueLocked(sh, key, ks)
 		if slot >= 0 {
-			sh.due[slot] = 0
+			*sh.Val(slot) = 0
 		}
 	}
-	sh.mu.Unlock()
+	sh.Unlock()
 	if kick {
 		select {
 		case f.kick <- struct{}{}:
@@ -884,31 +878,31 @@ func (c *Counter) stale(at, now int64) bool {
 // idle for two periods go first; if none is, the new key gets the shard's
 // spare ledger, which is not kept (the key is judged as new each time).
 func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, int) {
-	if i := sh.lookupLocked(key); i >= 0 {
-		return &sh.ls[i], i
+	i, found := sh.Claim(key)
+	if i < 0 {
+		i = sh.Make(key, func() int { c.sweepLocked(sh, now); return -1 })
 	}
-	if sh.n >= c.perShard {
-		c.sweepLocked(sh, now)
-		if sh.n >= c.perShard {
-			sh.spare = keyState{queued: true} // listed nowhere
-			return &sh.spare, -1
-		}
+	if i < 0 {
+		sh.Ext.spare = keyState{queued: true} // listed nowhere
+		return &sh.Ext.spare, -1
 	}
-	i := sh.insertLocked(key, c.maxSlots)
-	return &sh.ls[i], i
+	ks := sh.Side(i)
+	if !found { // a new ledger: tell it from those the key had before
+		sh.Ext.gen++
+		ks.gen = sh.Ext.gen
+	}
+	return ks, i
 }
 
 func (c *Counter) sweepLocked(sh *cshard, now int64) {
-	for i := 0; i < len(sh.keys); {
-		ks := &sh.ls[i]
+	for i := range sh.All() {
+		ks := sh.Side(i)
 		if ks.quietTo != 0 {
 			c.ageLocked(ks, now) // refilled quiet events do not keep a key
 		}
-		if sh.keys[i] != 0 && ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
-			sh.deleteLocked(i)
-			continue // a later slot may have moved into i
+		if ks.extra == 0 && ks.fly == 0 && c.idleLease(ks) && !ks.asked && now-ks.used > 2*c.p.period {
+			sh.Delete(i)
 		}
-		i++
 	}
 }
 
@@ -925,57 +919,53 @@ func (c *Counter) collect(b *batch, nowNS int64, full bool) {
 	if full {
 		c.dueNodes = nodes
 	}
-	for si := range c.shards {
-		sh := &c.shards[si]
-		sh.mu.Lock()
-		list := sh.dirty
-		sh.dirty = list[:0]
+	shards := c.keys.Shards()
+	for si := range shards {
+		sh := &shards[si]
+		sh.Lock()
+		list := sh.Ext.dirty
+		sh.Ext.dirty = list[:0]
 		if full {
 			for _, k := range list {
-				if i := sh.lookupLocked(k); i >= 0 {
-					sh.ls[i].queued = false
+				if i := sh.Lookup(k); i >= 0 {
+					sh.Side(i).queued = false
 				}
 			}
-			for i := 0; i < len(sh.keys); {
-				if sh.keys[i] == 0 || (sh.due[i] > now && !all) || sh.ls[i].pass == c.pass {
-					i++
-					continue
+			for i, due := range sh.All() {
+				if (*due <= now || all) && sh.Side(i).pass != c.pass {
+					c.visitLocked(b, sh, i, now, nodes) // may delete i
 				}
-				if !c.visitLocked(b, sh, i, now, nodes) {
-					i++
-				} // else deleted: a later slot may have moved into i
 			}
 		} else {
-			// sh.dirty reuses list's array: appends never overtake the
+			// sh.Ext.dirty reuses list's array: appends never overtake the
 			// reading, as each key read appends at most itself.
 			for _, k := range list {
-				i := sh.lookupLocked(k)
-				if i < 0 || sh.ls[i].pass == c.pass {
+				i := sh.Lookup(k)
+				if i < 0 || sh.Side(i).pass == c.pass {
 					continue // gone, or listed twice (deleted and made again)
 				}
-				sh.ls[i].queued = false
+				sh.Side(i).queued = false
 				c.visitLocked(b, sh, i, now, nodes)
 			}
 		}
-		sh.mu.Unlock()
+		sh.Unlock()
 	}
 }
 
 // visitLocked is collect for the key in slot i: it adds the key's op, if
 // it needs one, and lists the key for the next flush if that must look at
-// it again (it was used, or something is in flight). It reports whether it
-// deleted the key (forgotten after two idle periods).
-func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int) (deleted bool) {
-	k, ks := sh.keys[i], &sh.ls[i]
+// it again (it was used, or something is in flight). It deletes the key
+// when it is forgotten (after two idle periods).
+func (c *Counter) visitLocked(b *batch, sh *cshard, i int, now int64, nodes int) {
+	k, ks := sh.Key(i), sh.Side(i)
 	ks.pass = c.pass
 	if again := c.judgeLocked(b, k, ks, now, nodes); again == forget {
-		sh.deleteLocked(i)
-		return true
+		sh.Delete(i)
+		return
 	} else if again == keep {
-		sh.queueLocked(k, ks)
+		queueLocked(sh, k, ks)
 	}
-	sh.due[i] = c.dueLocked(ks, nodes)
-	return false
+	*sh.Val(i) = c.dueLocked(ks, nodes)
 }
 
 // dueLocked is the Redis time from which a full pass must look at a key
@@ -1134,17 +1124,17 @@ func (c *Counter) redisKey(k uint64) string {
 // lease granted, or on failure the counts go back to pending, to be sent
 // after recovery if their window is still open.
 func (c *Counter) settle(r ref, s State, ok bool) {
-	sh := c.shardOf(r.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i := sh.lookupLocked(r.key)
-	if i < 0 || sh.ls[i].gen != r.gen {
+	sh := c.keys.For(r.key)
+	sh.Lock()
+	defer sh.Unlock()
+	i := sh.Lookup(r.key)
+	if i < 0 || sh.Side(i).gen != r.gen {
 		return // forgotten meanwhile (swept from a full shard): nothing to settle
 	}
-	ks := &sh.ls[i]
+	ks := sh.Side(i)
 	ks.asked = false
-	sh.due[i] = 0
-	sh.queueLocked(r.key, ks)
+	*sh.Val(i) = 0
+	queueLocked(sh, r.key, ks)
 	ks.fly -= r.delta
 	if math.Abs(ks.fly) < 1e-9 {
 		ks.fly = 0
@@ -1199,11 +1189,4 @@ func (c *Counter) settle(r ref, s State, ok bool) {
 		c.ageLocked(ks, ks.used)
 	}
 	ks.active = true
-}
-
-func mix(key uint64) uint64 {
-	key ^= key >> 33
-	key *= 0xff51afd7ed558ccd
-	key ^= key >> 33
-	return key
 }

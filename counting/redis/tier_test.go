@@ -438,10 +438,10 @@ func TestSpentKeyAloneAsksNothing(t *testing.T) {
 			t.Fatal("admitted beyond the budget")
 		}
 		// Not even listed for the flush to look at.
-		sh := c.shardOf(7)
-		sh.mu.Lock()
-		listed := len(sh.dirty)
-		sh.mu.Unlock()
+		sh := c.keys.For(7)
+		sh.Lock()
+		listed := len(sh.Ext.dirty)
+		sh.Unlock()
 		if listed != 0 {
 			t.Fatalf("a refused spent key is listed for the next flush (%d keys listed)", listed)
 		}
@@ -477,10 +477,10 @@ func TestSlowClientAsksOncePerLease(t *testing.T) {
 	c.Add(7, 1, n.clock.UnixNano())
 	n.f.Flush(context.Background())
 	lease := func() float64 {
-		sh := c.shardOf(7)
-		sh.mu.Lock()
-		defer sh.mu.Unlock()
-		return sh.ls[sh.lookupLocked(7)].lease
+		sh := c.keys.For(7)
+		sh.Lock()
+		defer sh.Unlock()
+		return sh.Side(sh.Lookup(7)).lease
 	}
 	if first := lease(); first < 1 || first > 2 {
 		t.Fatalf("lease %v after the key's first grant, want what it asked for (2)", first)
@@ -606,10 +606,10 @@ func TestSlowClientAloneSendsNothing(t *testing.T) {
 			if got := n.scripts(); got != 0 {
 				t.Fatalf("%v scripts for a slow client of a lone node, want none", got)
 			}
-			sh := c.shardOf(7)
-			sh.mu.Lock()
-			extra := sh.ls[sh.lookupLocked(7)].extra
-			sh.mu.Unlock()
+			sh := c.keys.For(7)
+			sh.Lock()
+			extra := sh.Side(sh.Lookup(7)).extra
+			sh.Unlock()
 			if extra != 1 {
 				t.Fatalf("%v quiet events held after a request a second, want the last one alone (the others refilled and forgotten)", extra)
 			}
@@ -633,9 +633,9 @@ func TestSlowClientAloneSendsNothing(t *testing.T) {
 			// and all, is forgotten.
 			n.step(2*time.Minute + time.Second)
 			n.f.Flush(context.Background())
-			sh.mu.Lock()
-			i := sh.lookupLocked(7)
-			sh.mu.Unlock()
+			sh.Lock()
+			i := sh.Lookup(7)
+			sh.Unlock()
 			if i >= 0 {
 				t.Error("a key idle for two periods with a quiet event was not forgotten")
 			}
