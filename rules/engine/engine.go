@@ -285,9 +285,6 @@ type Matches struct {
 	// bits holds the event's counting, mitigation and keyed bits, a bit
 	// per rule each (Engine.words words).
 	bits []uint64
-	// addrs remembers the text of the addresses and networks formatted
-	// (key.go); made on the first.
-	addrs *addrCache
 }
 
 // keyed is a span of Matches.Keys made for one event.
@@ -498,10 +495,7 @@ func (e *Engine) value(ev *characteristics.Event, m *Matches, c int32) *keyed {
 	}
 	off := len(m.Keys)
 	var ok bool
-	if k := e.chars[c].Kind(); m.addrs == nil && (k == characteristics.KindAddr || k == characteristics.KindPrefix) {
-		m.addrs = new(addrCache)
-	}
-	m.Keys, ok = appendKey(m.Keys, e.chars[c], ev, m.addrs)
+	m.Keys, ok = appendKey(m.Keys, e.chars[c], ev)
 	*v = keyed{stamp: m.stamp, off: uint32(off), len: uint32(len(m.Keys) - off), ok: ok}
 	if !ok {
 		m.Keys = m.Keys[:off]
