@@ -7,12 +7,14 @@
 #
 #   bench/replay-ab.sh d3f18e4 main .
 #   ROUNDS=7 LINES=100000 bench/replay-ab.sh d3f18e4 .
-#   INSTR=1 bench/replay-ab.sh d3f18e4 .    # also instructions, once per
-#                                           # binary, under valgrind (cachegrind)
+#   INSTR=3 bench/replay-ab.sh d3f18e4 .    # also instructions, 3 alternated
+#                                           # runs per binary under valgrind
+#                                           # (cachegrind, GOMAXPROCS=1): median
 #
 # On a busy machine only the same run's ratios mean anything: wall time and
-# the CPU of one run swing with the load; instruction counts do not (but do
-# not see cache misses, which a larger rule library adds to as well).
+# the CPU of one run swing with the load. Instruction counts swing less, but
+# still by a few per cent (the runtime's spinning and the GC's timing count),
+# and they do not see cache misses.
 # The log is generated once with the working tree's bench/cmd/loggen and
 # cached under bench/out/ (git ignores it); binaries and outputs go to a
 # temporary directory, removed at the end. The mitigations each binary
@@ -65,11 +67,17 @@ for i in "${!names[@]}"; do
     "$(tr '\n' ' ' < "$tmp/cpu-$i")" "$med" "$(awk -v m="$med" -v b="$base" 'BEGIN{print m / b}')" "$(grep -c . "$tmp/out-$i" || true)"
 done
 if [ "${INSTR:-0}" != 0 ] && command -v valgrind > /dev/null; then
+  for r in $(seq "$INSTR"); do
+    for i in "${!names[@]}"; do
+      GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$tmp/guardd-$i" replay --progress never --json "$log" 2>&1 >/dev/null |
+        sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d , >> "$tmp/instr-$i"
+    done
+  done
   first=''
   for i in "${!names[@]}"; do
-    n=$(valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$tmp/guardd-$i" replay --progress never --json "$log" 2>&1 >/dev/null |
-      sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d ,)
+    n=$(sort -n "$tmp/instr-$i" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
     [ -n "$first" ] || first=$n
-    printf '%-28s instructions %d  ratio %.3f\n' "${names[$i]}" "$n" "$(awk -v n="$n" -v b="$first" 'BEGIN{print n / b}')"
+    printf '%-28s instructions %s  median %d  ratio %.3f\n' "${names[$i]}" "$(tr '\n' ' ' < "$tmp/instr-$i")" "$n" \
+      "$(awk -v n="$n" -v b="$first" 'BEGIN{print n / b}')"
   done
 fi
