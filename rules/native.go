@@ -26,6 +26,12 @@ import (
 type predicate struct {
 	alts [][]step
 	text string // the residual, for messages
+	// src and key, for a support rule: the one origin field every
+	// condition of it is a pure function of (srcNone when there is none),
+	// and its meaning, the names of its conditions, which names a
+	// reference to it across rules ("" when it has none); supportOrigin.
+	src origin
+	key string
 }
 
 // step is one condition of a conjunction. slot names the condition across
@@ -340,8 +346,46 @@ func (ss *supportSet) pred(path string) (*predicate, error) {
 		sigs = append(sigs, sig)
 	}
 	p.alts = mergeAlts(p.alts, sigs)
+	p.src, p.key = supportOrigin(p.alts)
 	ss.preds[path] = p
 	return p, nil
+}
+
+// supportOrigin returns the meaning of a support rule, the names of the
+// conditions of its alternatives, when each of them is named by its meaning
+// (a slot); else "". With a meaning, a reference to the rule (`not
+// named_tool`) is named by it, so the references of several rules to
+// helpers of the same body are one condition of a Set. It also returns the
+// origin field that every one of those conditions is a pure function of,
+// else srcNone: the reference is then a condition of that field's group of
+// a plan, remembered per value across events as the conditions it is made
+// of would be in a rule's own body, rather than computed on every event.
+// The path is left out: its group's conditions must each say what they
+// read of a path's digits (shape.go), which a reference does not.
+func supportOrigin(alts [][]step) (origin, string) {
+	src, one := srcNone, true
+	names := make([]string, 0, len(alts))
+	for _, alt := range alts {
+		if len(alt) == 0 {
+			return srcNone, "" // always true: nothing to remember
+		}
+		ns := make([]string, 0, len(alt))
+		for _, st := range alt {
+			if st.slot < 0 {
+				return srcNone, ""
+			}
+			if st.src == srcNone || st.src == srcPath || src != srcNone && st.src != src {
+				one = false
+			}
+			src = st.src
+			ns = append(ns, st.name)
+		}
+		names = append(names, strings.Join(ns, " && "))
+	}
+	if !one {
+		src = srcNone
+	}
+	return src, "support:" + strings.Join(names, " || ")
 }
 
 type translator struct {
@@ -349,6 +393,9 @@ type translator struct {
 	vars    map[ast.Var]*operand
 	used    []usedOperand // operands read by the expression being translated
 	shape   *shapeInfo    // of the expression being translated (see shape.go)
+	// supported is the support rule the expression being translated
+	// refers to, if it is a reference to one.
+	supported *predicate
 }
 
 // condSig describes a condition for mergeAlts: op applied to the operand
@@ -387,12 +434,22 @@ func (tr *translator) body(body ast.Body) ([]step, []condSig, error) {
 			if memoizable(e) {
 				slot = slotFor("cond:" + e.String())
 			}
+			src := tr.operandsOrigin()
+			if sp := tr.supported; sp != nil && sp.key != "" {
+				// Named by its meaning; perhaps a function of one
+				// field's value.
+				name := sp.key
+				if e.Negated {
+					name = "not " + name
+				}
+				slot, src = slotFor("cond:"+name), sp.src
+			}
 			cost := tr.cost(e)
 			needsJA4 := false
 			for _, u := range tr.used {
 				needsJA4 = needsJA4 || u.o.ja4 && !e.Negated
 			}
-			es = append(es, entry{step{c, slot, tr.operandsOrigin(), e.String(), tr.shape, cost, needsJA4}, sig, cost})
+			es = append(es, entry{step{c, slot, src, e.String(), tr.shape, cost, needsJA4}, sig, cost})
 		}
 	}
 	// Conditions are pure functions of the event, so their order does not
@@ -529,6 +586,7 @@ func (tr *translator) expr(e *ast.Expr) (cond, condSig, error) {
 	}
 	tr.used = tr.used[:0]
 	tr.shape = nil
+	tr.supported = nil
 	c, sig, err := tr.positive(e)
 	if err != nil {
 		return nil, condSig{}, unsup("%v: %v", e, err)
@@ -760,7 +818,8 @@ func (tr *translator) truthy(t *ast.Term) (cond, condSig, error) {
 		if err != nil {
 			return nil, condSig{}, err
 		}
-		return p.eval, condSig{}, nil // not cached: a support rule's path is not its meaning
+		tr.supported = p
+		return p.eval, condSig{}, nil // cached only by its meaning (supportOrigin): its path is not
 	}
 	o, err := tr.operand(t)
 	if err != nil {
