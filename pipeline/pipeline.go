@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,10 +25,13 @@ import (
 // held by whoever built it (usually a Holder), and the enricher is closed
 // when the last reference is released.
 type Pipeline struct {
-	rules    *rules.Set
-	engine   *engine.Engine
-	format   *nginxlog.Format // nil with JSON logs
-	json     bool
+	rules  *rules.Set
+	engine *engine.Engine
+	format *nginxlog.Format // nil with JSON logs
+	json   bool
+	// cookies: the log format carries cookies, so a session that sends
+	// none is known to send none (session.cookie_never).
+	cookies  bool
 	enricher *characteristics.Enricher
 	actions  []mitigation.Action // per rule index
 	scoring  Scoring
@@ -97,6 +101,9 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 		if p.format, err = nginxlog.Compile(f); err != nil {
 			return nil, fmt.Errorf("log.format: %w", err)
 		}
+		p.cookies = slices.ContainsFunc(p.format.Variables(), func(v string) bool {
+			return v == "http_cookie" || strings.HasPrefix(v, "cookie_")
+		})
 		if cfg.Decision.Count && !slices.Contains(p.format.Variables(), "request_id") {
 			return nil, errors.New("decision.count: log.format has no $request_id; without it a request counted at decision time would be counted again from its log line")
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/characteristics/bots"
+	"github.com/guardd/guardd/characteristics/session"
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
@@ -78,6 +79,9 @@ type Config struct {
 	// so concurrently, before it is counted: the request-time limiter's
 	// view of the log (in-flight release, shedding signals).
 	Observe func(*characteristics.Event)
+	// Sessions configures the table of session.* characteristics, which
+	// the run keeps across reloads; the zero value is its defaults.
+	Sessions session.Config
 }
 
 // Stats summarises a run so far.
@@ -124,6 +128,12 @@ type batch struct {
 	arena  []byte
 	lines  []lineRef
 	nlines int // lines in lines, blocks' included
+	// events are the batch's parsed lines, and sreq what each says of its
+	// client's session (Key 0: a malformed line): parsed by a worker, their
+	// sessions filled in input order by the session stage, then evaluated
+	// by a worker.
+	events []characteristics.Event
+	sreq   []session.Request
 	evs    []eventRef
 	m      engine.Matches
 	mt     rules.Matches    // of the simulated throttle rules
@@ -303,8 +313,15 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 	for range cap(free) {
 		free <- &batch{arena: make([]byte, 0, batchLines*256)}
 	}
+	// A batch goes from the reader to a worker that parses it (work), to
+	// the session stage that fills its events' sessions in input order
+	// (parsed), to a worker that evaluates the rules (staged), to the
+	// sequencer that counts in input order (done). At most cap(free)
+	// batches are out at once, so no send below blocks for long.
 	work := make(chan *batch, cfg.Workers)
-	done := make(chan *batch, 4*cfg.Workers)
+	parsed := make(chan *batch, cap(free))
+	staged := make(chan *batch, cap(free))
+	done := make(chan *batch, cap(free))
 
 	w := &Writer{ctx: ctx, free: free, work: work, now: cfg.Now, seq: new(atomic.Uint64)}
 	var readErr error
@@ -316,19 +333,32 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 		}
 	}()
 
-	var wg sync.WaitGroup
+	var parsers, evaluators sync.WaitGroup
 	for range cfg.Workers {
-		wg.Add(1)
+		parsers.Add(1)
 		go func() {
-			defer wg.Done()
+			defer parsers.Done()
 			w := new(worker)
 			for b := range work {
-				w.prepare(&cfg, b)
+				w.parse(&cfg, b)
+				parsed <- b
+			}
+		}()
+		evaluators.Add(1)
+		go func() {
+			defer evaluators.Done()
+			for b := range staged {
+				evaluate(&cfg, b)
 				done <- b
 			}
 		}()
 	}
-	go func() { wg.Wait(); close(done) }()
+	go func() { parsers.Wait(); close(parsed) }()
+	go func() {
+		sessions(session.New(cfg.Sessions), parsed, staged)
+		close(staged)
+	}()
+	go func() { evaluators.Wait(); close(done) }()
 
 	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now(),
 		tripper: newTripper(cfg.Store, cfg.Report, cfg.Metrics, cfg.Logger)}
@@ -359,36 +389,24 @@ var (
 	errOld  = errors.New("time before 1970")
 )
 
-// worker is what a worker goroutine keeps from batch to batch: the event
-// it reuses and what lines tend to repeat (their time, their addresses,
-// their user agents).
+// worker is what a parsing worker keeps from batch to batch: what lines
+// tend to repeat (their time, their addresses, their user agents).
 type worker struct {
-	ev    characteristics.Event
 	cache nginxlog.Cache
 	memo  bots.Memo
-	// Of the batch being prepared:
-	p      *Pipeline
-	limits *throttle.Rules
-	limit  time.Time // events dated after it are clamped
+	// Of the batch being parsed:
+	p     *Pipeline
+	limit time.Time // events dated after it are clamped
 }
 
-// prepare parses, enriches, joins and evaluates one batch; it runs on a
-// worker and reads no shared state but the pipeline's.
-func (w *worker) prepare(cfg *Config, b *batch) {
+// parse parses, enriches and joins the lines of one batch into its events;
+// it runs on a worker and reads no shared state but the pipeline's.
+func (w *worker) parse(cfg *Config, b *batch) {
 	p := cfg.Pipelines.Acquire()
 	b.p = p
-	b.m.Reset()
-	// What mitigation expressions matched is read only by a replay's
-	// verdicts: the daemon's decision API evaluates them itself.
-	b.m.CountOnly = cfg.Report == nil
-	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
-	b.counts = b.counts[:0]
-	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
-	var limits *throttle.Rules
-	if cfg.Report != nil {
-		limits = cfg.Report.limits
-	}
-	w.p, w.limits, w.limit = p, limits, b.now.Add(cfg.FutureTolerance)
+	b.errs, b.bad, b.future = b.errs[:0], 0, 0
+	b.sreq = b.sreq[:0]
+	w.p, w.limit = p, b.now.Add(cfg.FutureTolerance)
 	for _, l := range b.lines {
 		data := b.arena[l.off : l.off+l.n]
 		if !l.block {
@@ -401,12 +419,17 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 			w.line(cfg, b, line, l.file, n, "")
 		}
 	}
-	w.p, w.limits = nil, nil
+	w.p = nil
 }
 
-// line parses, enriches, joins and evaluates one line of b.
+// line parses, enriches and joins one line of b into the next of its
+// events.
 func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64, host string) {
-	ev, p := &w.ev, w.p
+	k := len(b.sreq)
+	if k == len(b.events) {
+		b.events = append(b.events, characteristics.Event{})
+	}
+	ev, p := &b.events[k], w.p
 	var err error // both parsers reset ev first
 	if p.json {
 		err = nginxlog.ParseJSON(line, ev)
@@ -432,7 +455,7 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		if len(b.errs) < cfg.MaxErrors {
 			b.errs = append(b.errs, &nginxlog.LineError{File: file, Line: int(num), Err: err})
 		}
-		b.evs = append(b.evs, eventRef{})
+		b.sreq = append(b.sreq, session.Request{})
 		return
 	}
 	ev.Source = characteristics.SourceNginxLog
@@ -444,6 +467,68 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	if cfg.Observe != nil {
 		cfg.Observe(ev)
 	}
+	b.sreq = append(b.sreq, session.Of(ev, p.cookies))
+}
+
+// prepare parses and evaluates one batch on the calling goroutine,
+// without the session stage (its events' sessions are unknown): what a
+// test of one batch needs.
+func (w *worker) prepare(cfg *Config, b *batch) {
+	w.parse(cfg, b)
+	evaluate(cfg, b)
+}
+
+// sessions fills the sessions of the events of the batches from in, in
+// input order, on one goroutine (tbl is its own), and passes each batch on
+// to out.
+func sessions(tbl *session.Table, in <-chan *batch, out chan<- *batch) {
+	pending := map[uint64]*batch{}
+	var next uint64
+	for b := range in {
+		pending[b.seq] = b
+		for {
+			b, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			for k, r := range b.sreq {
+				if r.Key != 0 {
+					b.events[k].Session = tbl.Observe(r)
+				}
+			}
+			out <- b
+		}
+	}
+}
+
+// evaluate evaluates the rules on the events of a parsed batch whose
+// sessions are filled; it runs on a worker.
+func evaluate(cfg *Config, b *batch) {
+	p := b.p
+	b.m.Reset()
+	// What mitigation expressions matched is read only by a replay's
+	// verdicts: the daemon's decision API evaluates them itself.
+	b.m.CountOnly = cfg.Report == nil
+	b.evs = b.evs[:0]
+	b.counts = b.counts[:0]
+	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
+	var limits *throttle.Rules
+	if cfg.Report != nil {
+		limits = cfg.Report.limits
+	}
+	for k, r := range b.sreq {
+		if r.Key == 0 {
+			b.evs = append(b.evs, eventRef{})
+			continue
+		}
+		evaluateEvent(cfg, b, p, limits, &b.events[k])
+	}
+}
+
+// evaluateEvent evaluates the rules on one event of b.
+func evaluateEvent(cfg *Config, b *batch, p *Pipeline, limits *throttle.Rules, ev *characteristics.Event) {
 	lo, mit := uint32(len(b.m.Items)), uint32(b.m.Mitigables())
 	p.engine.Prepare(ev, &b.m)
 	for i := range b.m.Items[lo:] {
@@ -455,12 +540,12 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		// here, in parallel: the allowlist, a page view, throttle keys.
 		r.allowed = cfg.Store.Allowlisted(ev)
 		r.page = verdict.PageView(ev)
-		if w.limits != nil && !r.allowed {
+		if limits != nil && !r.allowed {
 			// The decision API's count of the request: an allowlisted
 			// one is not counted.
-			w.limits.Set().Eval(ev, &b.mt)
+			limits.Set().Eval(ev, &b.mt)
 			r.clo = uint32(len(b.counts))
-			b.counts, b.tbuf = w.limits.Counts(ev, &b.mt, b.tbuf, b.counts)
+			b.counts, b.tbuf = limits.Counts(ev, &b.mt, b.tbuf, b.counts)
 			r.chi = uint32(len(b.counts))
 		}
 	}

@@ -1,0 +1,22 @@
+// Package session keeps, per client, what its requests so far say of a
+// browser's habits: page views with and without assets, a Referer or a
+// cookie ever sent, HTTP/1.0 beside a later version, POSTs before any GET.
+// They are the session.* characteristics (characteristics.Session), weak
+// signals for rules with anomaly_score.
+//
+// A client is an address and a user agent: the people behind one NAT
+// address mostly differ by their browsers, and one person's requests keep
+// theirs. A session ends after Config.Idle without a request.
+//
+// What it promises: Of works out, in parallel and without allocating, what
+// one event says (a Request); Table.Observe adds Requests in the order the
+// caller gives (the pipeline's input order, so a replay and the daemon see
+// the same sessions) and returns the session as of that request, without
+// allocating. Memory is fixed at New: a set-associative table of
+// Config.Slots slots of 32 bytes; a new client takes a free or idle slot of
+// its set, else the least recently seen one (Evictions counts those). Time
+// is always the caller's: the event's. What it gives up: a Table is not
+// safe for concurrent use (one goroutine, the pipeline's session stage,
+// owns it); an evicted client starts a new session; sessions live on one
+// node and do not survive a restart.
+package session
