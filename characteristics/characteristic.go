@@ -58,6 +58,7 @@ const (
 	fTLSClient
 	fSyslogHost
 	fBotPending
+	fSessRequests
 	fSessPages
 	fSessNoAssets
 	fSessProto
@@ -113,6 +114,7 @@ var fields = [...]field{
 	fSyslogHost:  {"syslog.host", []string{"syslog", "host"}, KindString},
 	fBotPending:  {"bot.pending", []string{"bot", "pending"}, KindString},
 
+	fSessRequests:    {"session.requests", []string{"session", "requests"}, KindNumber},
 	fSessPages:       {"session.pages", []string{"session", "pages"}, KindNumber},
 	fSessNoAssets:    {"session.pages_without_assets", []string{"session", "pages_without_assets"}, KindNumber},
 	fSessProto:       {"session.proto_changed", []string{"session", "proto_changed"}, KindString},
@@ -384,6 +386,8 @@ func (c Characteristic) Num(e *Event) (float64, bool) {
 			return 0, false
 		}
 		return float64(e.Time.UnixNano()) / 1e9, true
+	case fSessRequests:
+		return float64(e.Session.Requests), e.Session.Known
 	case fSessPages:
 		return float64(e.Session.Pages), e.Session.Known
 	case fSessNoAssets:

@@ -52,8 +52,9 @@ var fieldDocs = [len(fields)]string{
 	fSyslogHost:  "the host that sent the line over syslog (its header's HOSTNAME); absent for files, standard input and the decision API",
 	fTLSClient:   `"<kind>/<name>" of the TLS stack whose JA4 this is (library/curl, browser/chromium, ...), when known`,
 
-	fSessPages:       "page views of the client's session so far, this one included (session: address and user agent, until idle 30m); log lines only",
-	fSessNoAssets:    "the session's page views while it has fetched no asset (style, script, image, font); 0 once one came",
+	fSessRequests:    "requests of the client's session so far, this one included (a session: one address and user agent, until 30m idle); log lines only",
+	fSessPages:       "page views (GET or HEAD of a document, not an API's) of the session so far, this one included",
+	fSessNoAssets:    "distinct pages (paths without the query) the session viewed while it had fetched no asset (style, script, image, font); 0 once one came",
 	fSessProto:       `"true" when the session spoke HTTP/1.0 and a later version`,
 	fSessPostNoGet:   "POSTs of the session before it made any GET or HEAD",
 	fSessRefNever:    `"true" while no request of the session has sent a Referer`,

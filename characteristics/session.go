@@ -8,11 +8,12 @@ package characteristics
 type Session struct {
 	Known bool
 	Flags SessionFlags
-	// Pages counts the session's page views so far, this event's included;
-	// PagesWithoutAssets the same while the session has fetched no asset
-	// (0 once one came); PostsWithoutGet its POSTs made before any GET or
-	// HEAD.
-	Pages, PagesWithoutAssets, PostsWithoutGet uint32
+	// Requests counts the session's requests so far, this event's
+	// included; Pages its page views; PagesWithoutAssets the distinct
+	// pages (paths without their query) it viewed while it had fetched no
+	// asset (0 once one came); PostsWithoutGet its POSTs made before any
+	// GET or HEAD.
+	Requests, Pages, PagesWithoutAssets, PostsWithoutGet uint32
 }
 
 // SessionFlags are the session's yes-or-no characteristics.
@@ -39,6 +40,7 @@ func (s *Session) input() map[string]any {
 		return nil
 	}
 	m := map[string]any{
+		"requests":             int64(s.Requests),
 		"pages":                int64(s.Pages),
 		"pages_without_assets": int64(s.PagesWithoutAssets),
 		"post_without_get":     int64(s.PostsWithoutGet),

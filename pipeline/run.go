@@ -134,6 +134,7 @@ type batch struct {
 	// by a worker.
 	events []characteristics.Event
 	sreq   []session.Request
+	sess   []characteristics.Session // by the session stage, per event
 	evs    []eventRef
 	m      engine.Matches
 	mt     rules.Matches    // of the simulated throttle rules
@@ -475,6 +476,7 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 // test of one batch needs.
 func (w *worker) prepare(cfg *Config, b *batch) {
 	w.parse(cfg, b)
+	b.sess = b.sess[:0]
 	evaluate(cfg, b)
 }
 
@@ -493,9 +495,12 @@ func sessions(tbl *session.Table, in <-chan *batch, out chan<- *batch) {
 			}
 			delete(pending, next)
 			next++
+			// Into a slice of their own: the stage's writes stay
+			// sequential and small, away from the events.
+			b.sess = slices.Grow(b.sess[:0], len(b.sreq))[:len(b.sreq)]
 			for k, r := range b.sreq {
 				if r.Key != 0 {
-					b.events[k].Session = tbl.Observe(r)
+					b.sess[k] = tbl.Observe(r)
 				}
 			}
 			out <- b
@@ -523,7 +528,11 @@ func evaluate(cfg *Config, b *batch) {
 			b.evs = append(b.evs, eventRef{})
 			continue
 		}
-		evaluateEvent(cfg, b, p, limits, &b.events[k])
+		ev := &b.events[k]
+		if k < len(b.sess) {
+			ev.Session = b.sess[k]
+		}
+		evaluateEvent(cfg, b, p, limits, ev)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package session keeps, per client, what its requests so far say of a
-// browser's habits: page views with and without assets, a Referer or a
+// browser's habits: page views, distinct pages viewed without an asset, a Referer or a
 // cookie ever sent, HTTP/1.0 beside a later version, POSTs before any GET.
 // They are the session.* characteristics (characteristics.Session), weak
 // signals for rules with anomaly_score.
@@ -13,7 +13,7 @@
 // caller gives (the pipeline's input order, so a replay and the daemon see
 // the same sessions) and returns the session as of that request, without
 // allocating. Memory is fixed at New: a set-associative table of
-// Config.Slots slots of 32 bytes; a new client takes a free or idle slot of
+// Config.Slots slots of 40 bytes; a new client takes a free or idle slot of
 // its set, else the least recently seen one (Evictions counts those). Time
 // is always the caller's: the event's. What it gives up: a Table is not
 // safe for concurrent use (one goroutine, the pipeline's session stage,

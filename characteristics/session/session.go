@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ const (
 // Config configures a Table. The zero value is usable.
 type Config struct {
 	// Slots bounds the clients held, rounded up to a power of two of at
-	// least 64; 0 means DefaultSlots (2 MiB).
+	// least 64; 0 means DefaultSlots (2.5 MiB).
 	Slots int
 	// Idle ends a session after this long without a request; 0 means
 	// DefaultIdle.
@@ -52,6 +53,10 @@ type Request struct {
 	Key  uint64 // never 0
 	Time int64  // unix nanoseconds
 	Obs  Obs
+	// Page is the bit of a page view's path (without its query) in the
+	// session's 64-bit set of pages seen: distinct pages are counted, so
+	// a dashboard refreshing one page is one page.
+	Page uint8
 }
 
 // Of works out the Request of e (with its address and user agent set);
@@ -69,6 +74,7 @@ func Of(e *characteristics.Event, cookies bool) Request {
 		case kindPage:
 			if _, xhr := e.Header("x-requested-with"); !xhr {
 				r.Obs |= ObsPage
+				r.Page = uint8(counting.HashString(e.Path) & 63)
 			}
 		case kindAsset:
 			r.Obs |= ObsAsset
@@ -119,47 +125,102 @@ const (
 	kindAsset
 )
 
-// apiPrefixes are paths of APIs, XHR and framework endpoints: neither
-// pages nor assets.
-var apiPrefixes = []string{
-	"/api/", "/graphql", "/wp-json/", "/ajax", "/xhr/", "/rest/", "/socket.io/", "/sockjs",
-	"/cdn-cgi/", "/__", "/.well-known/", "/health", "/metrics", "/feed", "/rss", "/webhook",
+// api reports whether path is an API, XHR, feed or framework endpoint's
+// (/api/ anywhere, /graphql, /wp-json/, /.well-known/ ...): neither a page
+// nor an asset. It looks at the second byte first, so most paths cost a
+// search for /api/ and one comparison.
+func api(path string) bool {
+	if len(path) < 2 {
+		return false
+	}
+	if strings.Contains(path, "/api/") {
+		return true
+	}
+	var cands []string
+	switch path[1] | 0x20 {
+	case 'a':
+		cands = apiA
+	case 'c':
+		cands = apiC
+	case 'f':
+		cands = apiF
+	case 'g':
+		cands = apiG
+	case 'h':
+		cands = apiH
+	case 'm':
+		cands = apiM
+	case 'r':
+		cands = apiR
+	case 's':
+		cands = apiS
+	case 'w':
+		cands = apiW
+	case 'x':
+		cands = apiX
+	case '_' | 0x20:
+		cands = apiUnderscore
+	case '.':
+		cands = apiDot
+	default:
+		return false
+	}
+	for _, p := range cands {
+		if len(path) >= len(p) && strings.EqualFold(path[:len(p)], p) {
+			return true
+		}
+	}
+	return false
 }
+
+// The API prefixes by their first letter ('_' | 0x20 is '_').
+var (
+	apiA          = []string{"/api/", "/ajax"}
+	apiC          = []string{"/cdn-cgi/"}
+	apiF          = []string{"/feed"}
+	apiG          = []string{"/graphql"}
+	apiH          = []string{"/health"}
+	apiM          = []string{"/metrics"}
+	apiR          = []string{"/rest/", "/rss"}
+	apiS          = []string{"/socket.io/", "/sockjs"}
+	apiW          = []string{"/wp-json/", "/webhook"}
+	apiX          = []string{"/xhr/"}
+	apiUnderscore = []string{"/__"}
+	apiDot        = []string{"/.well-known/"}
+)
 
 // kind tells a page (no extension, or a document's) from an asset (a
 // style, script, image or font's extension) and from anything else (an
 // API, a download, a feed).
 func kind(path string) pathKind {
-	for _, p := range apiPrefixes {
-		if len(path) >= len(p) && strings.EqualFold(path[:len(p)], p) {
+	seg := path[strings.LastIndexByte(path, '/')+1:]
+	dot := strings.LastIndexByte(seg, '.')
+	if dot >= 0 {
+		ext := seg[dot+1:]
+		if len(ext) > 8 {
+			return kindOther
+		}
+		var b [8]byte
+		for i := 0; i < len(ext); i++ {
+			c := ext[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[i] = c
+		}
+		switch string(b[:len(ext)]) {
+		case "html", "htm", "php", "asp", "aspx", "jsp", "shtml", "cgi", "":
+		case "css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "ico",
+			"woff", "woff2", "ttf", "otf", "eot":
+			return kindAsset
+		default:
 			return kindOther
 		}
 	}
-	seg := path[strings.LastIndexByte(path, '/')+1:]
-	dot := strings.LastIndexByte(seg, '.')
-	if dot < 0 {
-		return kindPage
-	}
-	ext := seg[dot+1:]
-	if len(ext) > 8 {
+	if api(path) {
 		return kindOther
 	}
-	var b [8]byte
-	for i := 0; i < len(ext); i++ {
-		c := ext[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	switch string(b[:len(ext)]) {
-	case "html", "htm", "php", "asp", "aspx", "jsp", "shtml", "cgi", "":
-		return kindPage
-	case "css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "ico",
-		"woff", "woff2", "ttf", "otf", "eot":
-		return kindAsset
-	}
-	return kindOther
+	return kindPage
 }
 
 // slot flags.
@@ -173,12 +234,13 @@ const (
 	fCookies // a request's source carried cookies
 )
 
-// slot is one client's session: 32 bytes.
+// slot is one client's session: 40 bytes (TestSlotSize).
 type slot struct {
-	key                    uint64 // 0: free
-	last                   int64  // unix nanoseconds of its newest request
-	pages, bare, postNoGet uint32 // bare: page views before any asset
-	flags                  uint8
+	key                          uint64 // 0: free
+	last                         int64  // unix nanoseconds of its newest request
+	seen                         uint64 // bits of the pages viewed (Request.Page)
+	reqs, pages, bare, postNoGet uint16 // saturating; bare: distinct pages viewed before any asset
+	flags                        uint8
 }
 
 // Table holds the sessions. It is not safe for concurrent use.
@@ -208,13 +270,17 @@ func (t *Table) Observe(r Request) characteristics.Session {
 	s := t.find(r.Key, r.Time)
 	s.last = max(s.last, r.Time)
 	o := r.Obs
+	inc(&s.reqs)
 	if o&ObsAsset != 0 {
 		s.flags |= fAsset
 	}
 	if o&ObsPage != 0 {
-		s.pages++
-		if s.flags&fAsset == 0 {
-			s.bare++
+		inc(&s.pages)
+		if bit := uint64(1) << (r.Page & 63); s.seen&bit == 0 {
+			s.seen |= bit
+			if s.flags&fAsset == 0 {
+				inc(&s.bare)
+			}
 		}
 	}
 	if o&ObsReferer != 0 {
@@ -227,7 +293,7 @@ func (t *Table) Observe(r Request) characteristics.Session {
 		s.flags |= fGet
 	}
 	if o&ObsPost != 0 && s.flags&fGet == 0 {
-		s.postNoGet++
+		inc(&s.postNoGet)
 	}
 	if o&ObsHTTP10 != 0 {
 		s.flags |= fHTTP10
@@ -238,9 +304,9 @@ func (t *Table) Observe(r Request) characteristics.Session {
 	if o&ObsCookies != 0 {
 		s.flags |= fCookies
 	}
-	out := characteristics.Session{Known: true, Pages: s.pages, PostsWithoutGet: s.postNoGet}
+	out := characteristics.Session{Known: true, Requests: uint32(s.reqs), Pages: uint32(s.pages), PostsWithoutGet: uint32(s.postNoGet)}
 	if s.flags&fAsset == 0 {
-		out.PagesWithoutAssets = s.bare
+		out.PagesWithoutAssets = uint32(s.bare)
 	}
 	if s.flags&(fHTTP10|fHTTPNew) == fHTTP10|fHTTPNew {
 		out.Flags |= characteristics.SessionProtoChanged
@@ -252,6 +318,13 @@ func (t *Table) Observe(r Request) characteristics.Session {
 		out.Flags |= characteristics.SessionCookieNever
 	}
 	return out
+}
+
+// inc adds one to *n, staying at its maximum.
+func inc(n *uint16) {
+	if *n < math.MaxUint16 {
+		*n++
+	}
 }
 
 // find returns key's live session, or a slot made fresh for it: a free
