@@ -4,9 +4,11 @@
 // They are the session.* characteristics (characteristics.Session), weak
 // signals for rules with anomaly_score.
 //
-// A client is an address and a user agent: the people behind one NAT
-// address mostly differ by their browsers, and one person's requests keep
-// theirs. A session ends after Config.Idle without a request.
+// A client is an address. The people behind one NAT address share one
+// session: what any of them does that a browser does (an asset fetched, a
+// cookie returned, a GET before a POST) counts for all, so a NAT only
+// looks more like browsers, never less. A session ends after Config.Idle
+// without a request.
 //
 // What it promises: Of works out, in parallel and without allocating, what
 // one event says (a Request); Table.Observe adds Requests in the order the

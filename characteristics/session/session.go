@@ -59,7 +59,7 @@ type Request struct {
 	Page uint8
 }
 
-// Of works out the Request of e (with its address and user agent set);
+// Of works out the Request of e (with its address set);
 // cookies says e's source carries cookies (ObsCookies). It reads only e and
 // allocates nothing, so the pipeline's workers call it in parallel.
 func Of(e *characteristics.Event, cookies bool) Request {
@@ -97,11 +97,11 @@ func Of(e *characteristics.Event, cookies bool) Request {
 	return r
 }
 
-// key hashes the client's address and user agent; never 0.
+// key hashes the client's address; never 0.
 func key(e *characteristics.Event) uint64 {
 	a := e.IP.As16()
 	hi, lo := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
-	k := mix(hi^mix(lo^0x9e3779b97f4a7c15)) ^ counting.HashString(e.UserAgent)
+	k := mix(hi ^ mix(lo^0x9e3779b97f4a7c15))
 	if k == 0 {
 		k = 1
 	}

@@ -1,7 +1,7 @@
 # METADATA
 # title: Page after page without an asset or a cookie
 # description: >-
-#   A session (one address and user agent, until 30 minutes idle) that
+#   A session (one client address, until 30 minutes idle) whose request
 #   claims a browser, has viewed four distinct pages or more without
 #   fetching a single style, script, image or font, and has never returned
 #   a cookie. A browser with its assets cached skips them too, but it keeps
@@ -27,9 +27,11 @@ not_browser := {
 	"compatible;", "Headless", "fetch", "Fetch", "monitor", "Monitor",
 }
 
+# cookie_never first: absent on most events (and on every one of a log
+# without cookies), it rules out the session rules' alternatives at once.
 count if {
-	input.session.pages_without_assets >= 4
 	input.session.cookie_never
+	input.session.pages_without_assets >= 4
 	browser
 }
 

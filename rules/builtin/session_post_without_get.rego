@@ -1,7 +1,7 @@
 # METADATA
 # title: A form posted without the page that holds it, and no cookie
 # description: >-
-#   A POST from a session (one address and user agent, until 30 minutes
+#   A POST from a session (one client address, until 30 minutes
 #   idle) that claims a browser, has not fetched anything with GET before
 #   and has never returned a cookie: a person loads the form before sending
 #   it, and the site's cookie with it; a form spammer posts straight to the
@@ -33,9 +33,9 @@ api := {
 }
 
 count if {
+	input.session.cookie_never
 	input.http.method == "POST"
 	input.session.post_without_get >= 1
-	input.session.cookie_never
 	not strings.any_prefix_match(lower(input.http.path), api)
 	browser
 }

@@ -1,14 +1,15 @@
 # METADATA
-# title: HTTP/1.0 and a later version in one session, without a cookie or a referer
+# title: HTTP/1.0 and a later version in one session, without a cookie
 # description: >-
-#   A session (one address and user agent, until 30 minutes idle) that
+#   A session (one client address, until 30 minutes idle) whose request
 #   claims a browser, has spoken HTTP/1.0 beside HTTP/1.1, 2 or 3, and has
-#   never returned a cookie or never sent a Referer. No browser has sent
+#   never returned a cookie. No browser has sent
 #   HTTP/1.0 in twenty years; a script that fetches a form with one library
 #   and posts it with another does. A proxy that downgrades some requests of
 #   a browser behind it changes the version too, but the browser keeps its
-#   cookie and follows links. A weak signal, with no action of its own: it
-#   adds 5 to the client's anomaly score, which challenges it.
+#   cookie. A weak signal, with no action of its own: it adds 5 to the
+#   client's anomaly score, which challenges it. Needs a log format that
+#   carries cookies.
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
@@ -26,14 +27,8 @@ not_browser := {
 }
 
 count if {
-	input.session.proto_changed
 	input.session.cookie_never
-	browser
-}
-
-count if {
 	input.session.proto_changed
-	input.session.referer_never
 	browser
 }
 
