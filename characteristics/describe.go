@@ -52,7 +52,7 @@ var fieldDocs = [len(fields)]string{
 	fSyslogHost:  "the host that sent the line over syslog (its header's HOSTNAME); absent for files, standard input and the decision API",
 	fTLSClient:   `"<kind>/<name>" of the TLS stack whose JA4 this is (library/curl, browser/chromium, ...), when known`,
 
-	fSessRequests:    "requests of the client's session so far, this one included (a session: one client address, until 30m idle); log lines only",
+	fSessRequests:    "requests of the client's session so far, this one included (a session: one client address, until 30m idle); log lines of a format with cookies only",
 	fSessPages:       "page views (GET or HEAD of a document, not an API's) of the session so far, this one included",
 	fSessNoAssets:    "distinct pages (paths without the query) the session viewed while it had fetched no asset (style, script, image, font); 0 once one came",
 	fSessProto:       `"true" when the session spoke HTTP/1.0 and a later version`,

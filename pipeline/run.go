@@ -135,10 +135,15 @@ type batch struct {
 	events []characteristics.Event
 	sreq   []session.Request
 	sess   []characteristics.Session // by the session stage, per event
-	evs    []eventRef
-	m      engine.Matches
-	mt     rules.Matches    // of the simulated throttle rules
-	counts []throttle.Count // of the simulated throttle rules
+	// evaluated: the worker that parsed the batch evaluated each line as
+	// it parsed it, with no session (its pipeline keeps none): the
+	// session stage and the evaluating worker pass it on untouched.
+	evaluated bool
+	limits    *throttle.Rules // the simulated throttle rules (a report)
+	evs       []eventRef
+	m         engine.Matches
+	mt        rules.Matches    // of the simulated throttle rules
+	counts    []throttle.Count // of the simulated throttle rules
 	// perRule counts the events each rule counted, by rule index: worked
 	// out by the worker, corrected by the sequencer for requests counted
 	// at decision time.
@@ -312,7 +317,7 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 
 	free := make(chan *batch, 4*cfg.Workers)
 	for range cap(free) {
-		free <- &batch{arena: make([]byte, 0, batchLines*256)}
+		free <- &batch{arena: make([]byte, 0, batchLines*256), events: make([]characteristics.Event, 0, batchLines)}
 	}
 	// A batch goes from the reader to a worker that parses it (work), to
 	// the session stage that fills its events' sessions in input order
@@ -390,9 +395,11 @@ var (
 	errOld  = errors.New("time before 1970")
 )
 
-// worker is what a parsing worker keeps from batch to batch: what lines
-// tend to repeat (their time, their addresses, their user agents).
+// worker is what a parsing worker keeps from batch to batch: the event it
+// reuses when it evaluates as it parses, and what lines tend to repeat
+// (their time, their addresses, their user agents).
 type worker struct {
+	ev    characteristics.Event
 	cache nginxlog.Cache
 	memo  bots.Memo
 	// Of the batch being parsed:
@@ -407,6 +414,11 @@ func (w *worker) parse(cfg *Config, b *batch) {
 	b.p = p
 	b.errs, b.bad, b.future = b.errs[:0], 0, 0
 	b.sreq = b.sreq[:0]
+	// Without sessions a line is evaluated as soon as it is parsed, its
+	// event still in the cache: no session stage to wait for.
+	if b.evaluated = !p.sessions; b.evaluated {
+		begin(cfg, b)
+	}
 	w.p, w.limit = p, b.now.Add(cfg.FutureTolerance)
 	for _, l := range b.lines {
 		data := b.arena[l.off : l.off+l.n]
@@ -424,13 +436,17 @@ func (w *worker) parse(cfg *Config, b *batch) {
 }
 
 // line parses, enriches and joins one line of b into the next of its
-// events.
+// events, or, for a batch evaluated as it is parsed, into the worker's
+// event, and evaluates it.
 func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64, host string) {
-	k := len(b.sreq)
-	if k == len(b.events) {
-		b.events = append(b.events, characteristics.Event{})
+	ev, p := &w.ev, w.p
+	if !b.evaluated {
+		k := len(b.sreq)
+		if k == len(b.events) {
+			b.events = append(b.events, characteristics.Event{})
+		}
+		ev = &b.events[k]
 	}
-	ev, p := &b.events[k], w.p
 	var err error // both parsers reset ev first
 	if p.json {
 		err = nginxlog.ParseJSON(line, ev)
@@ -456,7 +472,11 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		if len(b.errs) < cfg.MaxErrors {
 			b.errs = append(b.errs, &nginxlog.LineError{File: file, Line: int(num), Err: err})
 		}
-		b.sreq = append(b.sreq, session.Request{})
+		if b.evaluated {
+			b.evs = append(b.evs, eventRef{})
+		} else {
+			b.sreq = append(b.sreq, session.Request{})
+		}
 		return
 	}
 	ev.Source = characteristics.SourceNginxLog
@@ -467,6 +487,10 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	}
 	if cfg.Observe != nil {
 		cfg.Observe(ev)
+	}
+	if b.evaluated {
+		evaluateEvent(cfg, b, p, b.limits, ev)
+		return
 	}
 	b.sreq = append(b.sreq, session.Of(ev, p.cookies))
 }
@@ -511,18 +535,10 @@ func sessions(tbl *session.Table, in <-chan *batch, out chan<- *batch) {
 // evaluate evaluates the rules on the events of a parsed batch whose
 // sessions are filled; it runs on a worker.
 func evaluate(cfg *Config, b *batch) {
-	p := b.p
-	b.m.Reset()
-	// What mitigation expressions matched is read only by a replay's
-	// verdicts: the daemon's decision API evaluates them itself.
-	b.m.CountOnly = cfg.Report == nil
-	b.evs = b.evs[:0]
-	b.counts = b.counts[:0]
-	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
-	var limits *throttle.Rules
-	if cfg.Report != nil {
-		limits = cfg.Report.limits
+	if b.evaluated {
+		return
 	}
+	begin(cfg, b)
 	for k, r := range b.sreq {
 		if r.Key == 0 {
 			b.evs = append(b.evs, eventRef{})
@@ -532,7 +548,23 @@ func evaluate(cfg *Config, b *batch) {
 		if k < len(b.sess) {
 			ev.Session = b.sess[k]
 		}
-		evaluateEvent(cfg, b, p, limits, ev)
+		evaluateEvent(cfg, b, b.p, b.limits, ev)
+	}
+}
+
+// begin readies b for the evaluation of its events.
+func begin(cfg *Config, b *batch) {
+	p := b.p
+	b.m.Reset()
+	// What mitigation expressions matched is read only by a replay's
+	// verdicts: the daemon's decision API evaluates them itself.
+	b.m.CountOnly = cfg.Report == nil
+	b.evs = b.evs[:0]
+	b.counts = b.counts[:0]
+	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
+	b.limits = nil
+	if cfg.Report != nil {
+		b.limits = cfg.Report.limits
 	}
 }
 

@@ -25,19 +25,20 @@ package guardd.rules.posts_first
 count if input.session.post_without_get >= 3
 `
 
+// cookieFormat is combined with the session cookie: a log that can tell a
+// browser's session.
+const cookieFormat = `log_format c '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" "$cookie_session"';`
+
 // TestSessionsAcrossBatches: the session stage fills session.* in input
 // order, whatever the worker that parsed or evaluates a batch, and a
-// session carries over from batch to batch.
+// session carries over from batch to batch. A log without cookies keeps
+// no session: session.* is absent.
 func TestSessionsAcrossBatches(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "posts_first.rego"), []byte(sessionRule), 0o644)
-	cfg, err := config.Parse("t.yml", []byte(fmt.Sprintf("rules: {disable_builtin: true, dirs: [%q]}\n", dir)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	line := func(ip, method string, i int) string {
 		at := wall.Add(-time.Hour + time.Duration(i)*100*time.Millisecond)
-		return fmt.Sprintf(`%s - - [%s] "%s /contact HTTP/1.1" 200 12 "-" "Mozilla/5.0 (X11)"`, ip, at.Format("02/Jan/2006:15:04:05 -0700"), method)
+		return fmt.Sprintf(`%s - - [%s] "%s /contact HTTP/1.1" 200 12 "-" "Mozilla/5.0 (X11)" "-"`, ip, at.Format("02/Jan/2006:15:04:05 -0700"), method)
 	}
 	// 3 x 2048 lines: the POSTs of each client fall in three batches.
 	var src lines
@@ -53,8 +54,21 @@ func TestSessionsAcrossBatches(t *testing.T) {
 			src = append(src, line(fmt.Sprintf("198.51.%d.%d", i>>8, i&255), "GET", i))
 		}
 	}
-	for _, workers := range []int{1, 4} {
-		t.Run(fmt.Sprint(workers, " workers"), func(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		format  string
+		workers int
+		want    string // the address mitigated, "" for none
+	}{
+		{"1 worker", cookieFormat, 1, "203.0.113.7"},
+		{"4 workers", cookieFormat, 4, "203.0.113.7"},
+		{"no cookies in the log", `log_format c '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" "$http_x_unused"';`, 4, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := config.Parse("t.yml", []byte(fmt.Sprintf("rules: {disable_builtin: true, dirs: [%q]}\nlog: {format: %q}\n", dir, c.format)))
+			if err != nil {
+				t.Fatal(err)
+			}
 			p, err := Build(cfg, BuildOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -62,13 +76,17 @@ func TestSessionsAcrossBatches(t *testing.T) {
 			h := NewHolder(p)
 			defer h.Close()
 			store := newStore(t)
-			if _, err := Run(context.Background(), Config{Pipelines: h, Store: store, Workers: workers, Replay: true,
-				Now: func() time.Time { return wall }}, src); err != nil {
-				t.Fatal(err)
+			st, err := Run(context.Background(), Config{Pipelines: h, Store: store, Workers: c.workers, Replay: true,
+				Now: func() time.Time { return wall }}, src)
+			if err != nil || st.Malformed != 0 {
+				t.Fatalf("run: %v, %d malformed lines", err, st.Malformed)
 			}
 			ms := store.List(wall.Add(-time.Hour))
-			if len(ms) != 1 || ms[0].Scope[0].Value != "203.0.113.7" {
-				t.Fatalf("mitigations %v, want one of 203.0.113.7", ms)
+			switch {
+			case c.want == "" && len(ms) != 0:
+				t.Fatalf("mitigations %v, want none", ms)
+			case c.want != "" && (len(ms) != 1 || ms[0].Scope[0].Value != c.want):
+				t.Fatalf("mitigations %v, want one of %s", ms, c.want)
 			}
 		})
 	}
