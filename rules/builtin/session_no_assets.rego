@@ -27,11 +27,14 @@ not_browser := {
 	"compatible;", "Headless", "fetch", "Fetch", "monitor", "Monitor",
 }
 
-# cookie_never first: absent on most events (and on every one of a log
-# without cookies), it rules out the session rules' alternatives at once.
+# cookie_never first: absent on most events, it rules out the session
+# rules' alternatives at once. The count of pages is tested at 4, 8, 16, 32
+# and 64 only: a scraper's score is renewed as it goes on, by a few trips a
+# session rather than one per page (each trip costs the anomaly score and
+# the mitigation table some work).
 count if {
 	input.session.cookie_never
-	input.session.pages_without_assets >= 4
+	input.session.pages_without_assets in {4, 8, 16, 32, 64}
 	browser
 }
 

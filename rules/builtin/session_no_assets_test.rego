@@ -10,6 +10,12 @@ test_counts_fourth_bare_page_without_a_cookie if {
 	rule.count with input as page(chrome, {"requests": 4, "pages": 4, "pages_without_assets": 4, "post_without_get": 0, "cookie_never": true})
 }
 
+# Tested at 4, 8, 16, 32 and 64 distinct pages, not at every page.
+test_counts_at_milestones_only if {
+	rule.count with input as page(chrome, {"requests": 9, "pages": 9, "pages_without_assets": 8, "post_without_get": 0, "cookie_never": true})
+	not rule.count with input as page(chrome, {"requests": 6, "pages": 6, "pages_without_assets": 5, "post_without_get": 0, "cookie_never": true})
+}
+
 test_ignores_three_pages if {
 	not rule.count with input as page(chrome, {"requests": 3, "pages": 3, "pages_without_assets": 3, "post_without_get": 0, "cookie_never": true})
 }
