@@ -315,7 +315,15 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	free := make(chan *batch, 4*cfg.Workers)
+	// A batch whose events wait for the session stage keeps them all (two
+	// megabytes of events per batch): with sessions, half as many batches
+	// out at once keep more of them in the cache (measured: about 5% less CPU
+	// on a log with cookies), at the start's pipeline's word.
+	inFlight := 4 * cfg.Workers
+	if p := cfg.Pipelines.Load(); p != nil && p.sessions {
+		inFlight = 2 * cfg.Workers
+	}
+	free := make(chan *batch, inFlight)
 	for range cap(free) {
 		free <- &batch{arena: make([]byte, 0, batchLines*256), events: make([]characteristics.Event, 0, batchLines)}
 	}
