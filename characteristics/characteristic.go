@@ -58,6 +58,13 @@ const (
 	fTLSClient
 	fSyslogHost
 	fBotPending
+	fSessRequests
+	fSessPages
+	fSessNoAssets
+	fSessProto
+	fSessPostNoGet
+	fSessRefNever
+	fSessCookieNever
 )
 
 // field describes one fixed characteristic: its canonical name, its path in the
@@ -106,6 +113,14 @@ var fields = [...]field{
 	fTLSClient:   {"tls.client", []string{"tls", "client"}, KindString},
 	fSyslogHost:  {"syslog.host", []string{"syslog", "host"}, KindString},
 	fBotPending:  {"bot.pending", []string{"bot", "pending"}, KindString},
+
+	fSessRequests:    {"session.requests", []string{"session", "requests"}, KindNumber},
+	fSessPages:       {"session.pages", []string{"session", "pages"}, KindNumber},
+	fSessNoAssets:    {"session.pages_without_assets", []string{"session", "pages_without_assets"}, KindNumber},
+	fSessProto:       {"session.proto_changed", []string{"session", "proto_changed"}, KindString},
+	fSessPostNoGet:   {"session.post_without_get", []string{"session", "post_without_get"}, KindNumber},
+	fSessRefNever:    {"session.referer_never", []string{"session", "referer_never"}, KindString},
+	fSessCookieNever: {"session.cookie_never", []string{"session", "cookie_never"}, KindString},
 }
 
 // byName maps every accepted spelling of a fixed characteristic to its field.
@@ -335,6 +350,12 @@ func (c Characteristic) Str(e *Event) (string, bool) {
 			return "true", true
 		}
 		return "", false
+	case fSessProto:
+		return e.Session.flag(SessionProtoChanged)
+	case fSessRefNever:
+		return e.Session.flag(SessionRefererNever)
+	case fSessCookieNever:
+		return e.Session.flag(SessionCookieNever)
 	case fTLSClient:
 		return e.TLSClient()
 	case fSyslogHost:
@@ -365,6 +386,14 @@ func (c Characteristic) Num(e *Event) (float64, bool) {
 			return 0, false
 		}
 		return float64(e.Time.UnixNano()) / 1e9, true
+	case fSessRequests:
+		return float64(e.Session.Requests), e.Session.Known
+	case fSessPages:
+		return float64(e.Session.Pages), e.Session.Known
+	case fSessNoAssets:
+		return float64(e.Session.PagesWithoutAssets), e.Session.Known
+	case fSessPostNoGet:
+		return float64(e.Session.PostsWithoutGet), e.Session.Known
 	case fVar, fHeader, fCookie, fArg:
 		s, ok := c.Str(e)
 		if !ok {

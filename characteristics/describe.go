@@ -51,6 +51,14 @@ var fieldDocs = [len(fields)]string{
 	fBotPending:  "\"true\" while the crawler's name awaits its reverse DNS check: not yet verified, not yet punished",
 	fSyslogHost:  "the host that sent the line over syslog (its header's HOSTNAME); absent for files, standard input and the decision API",
 	fTLSClient:   `"<kind>/<name>" of the TLS stack whose JA4 this is (library/curl, browser/chromium, ...), when known`,
+
+	fSessRequests:    "requests of the client's session so far, this one included (a session: one client address, until 30m idle); log lines of a format with cookies only",
+	fSessPages:       "page views (GET or HEAD of a document, not an API's) of the session so far, this one included",
+	fSessNoAssets:    "distinct pages (paths without the query) the session viewed while it had fetched no asset (style, script, image, font); 0 once one came",
+	fSessProto:       `"true" when the session spoke HTTP/1.0 and a later version`,
+	fSessPostNoGet:   "POSTs of the session before it made any GET or HEAD",
+	fSessRefNever:    `"true" while no request of the session has sent a Referer`,
+	fSessCookieNever: `"true" while no request of the session has sent a cookie; absent when the log format carries no cookie`,
 }
 
 // Describe lists every characteristic in the order of Names.
@@ -78,7 +86,7 @@ func Describe() []Info {
 		case fAnomaly:
 			in.Input += `["name"]`
 			in.Name, in.Kind = `http.anomalies["name"]`, "true"
-		case fBotVerified, fBotPending:
+		case fBotVerified, fBotPending, fSessProto, fSessRefNever, fSessCookieNever:
 			in.Kind = "true"
 		}
 		out[id] = in

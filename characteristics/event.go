@@ -75,6 +75,10 @@ type Event struct {
 	// (the HOSTNAME of its header), "" for other sources.
 	SyslogHost string
 
+	// Session is session.*: what the client's requests so far say of its
+	// habits (characteristics/session fills it on the log path).
+	Session Session
+
 	// stacks names the client software of a JA4 (tls.client); set by the
 	// Enricher and read lazily, since fingerprints are joined after it.
 	stacks *bots.Stacks
@@ -119,6 +123,7 @@ func (e *Event) Reset() {
 	e.JA4H = ""
 	e.Bot = Bot{}
 	e.SyslogHost = ""
+	e.Session = Session{}
 	e.stacks = nil
 	e.nrm.reset()
 }

@@ -98,6 +98,9 @@ func (e *Event) Input() map[string]any {
 		"log":    fieldMap(e.Vars),
 		"source": e.Source.String(),
 	}
+	if m := e.Session.input(); m != nil {
+		doc["session"] = m
+	}
 	if e.SyslogHost != "" {
 		doc["syslog"] = map[string]any{"host": e.SyslogHost}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,10 +25,17 @@ import (
 // held by whoever built it (usually a Holder), and the enricher is closed
 // when the last reference is released.
 type Pipeline struct {
-	rules    *rules.Set
-	engine   *engine.Engine
-	format   *nginxlog.Format // nil with JSON logs
-	json     bool
+	rules  *rules.Set
+	engine *engine.Engine
+	format *nginxlog.Format // nil with JSON logs
+	json   bool
+	// cookies: the log format carries cookies, so a session that sends
+	// none is known to send none (session.cookie_never).
+	cookies bool
+	// sessions: a rule may read session.*, and the source can tell a
+	// browser's session (its log format carries cookies, or is JSON); the
+	// run then keeps the session table, at a cost (Config.Sessions).
+	sessions bool
 	enricher *characteristics.Enricher
 	actions  []mitigation.Action // per rule index
 	scoring  Scoring
@@ -73,6 +81,7 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 	p := &Pipeline{rules: set, json: cfg.Log.JSON}
 	for _, r := range set.Rules() {
 		p.actions = append(p.actions, r.Action)
+		p.sessions = p.sessions || r.Session
 	}
 	if p.engine, err = engine.New(engine.Config{Rules: set, MaxKeys: cfg.Counting.MaxKeys}); err != nil {
 		return nil, err
@@ -97,6 +106,13 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 		if p.format, err = nginxlog.Compile(f); err != nil {
 			return nil, fmt.Errorf("log.format: %w", err)
 		}
+		p.cookies = slices.ContainsFunc(p.format.Variables(), func(v string) bool {
+			return v == "http_cookie" || strings.HasPrefix(v, "cookie_")
+		})
+		// Without cookies a session cannot tell a browser from a script
+		// (every client would seem to throw the site's cookie away), and
+		// keeping it costs a second pass over each batch: none is kept.
+		p.sessions = p.sessions && p.cookies
 		if cfg.Decision.Count && !slices.Contains(p.format.Variables(), "request_id") {
 			return nil, errors.New("decision.count: log.format has no $request_id; without it a request counted at decision time would be counted again from its log line")
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/characteristics/bots"
+	"github.com/guardd/guardd/characteristics/session"
 	"github.com/guardd/guardd/counting"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
@@ -78,6 +79,9 @@ type Config struct {
 	// so concurrently, before it is counted: the request-time limiter's
 	// view of the log (in-flight release, shedding signals).
 	Observe func(*characteristics.Event)
+	// Sessions configures the table of session.* characteristics, which
+	// the run keeps across reloads; the zero value is its defaults.
+	Sessions session.Config
 }
 
 // Stats summarises a run so far.
@@ -124,10 +128,22 @@ type batch struct {
 	arena  []byte
 	lines  []lineRef
 	nlines int // lines in lines, blocks' included
-	evs    []eventRef
-	m      engine.Matches
-	mt     rules.Matches    // of the simulated throttle rules
-	counts []throttle.Count // of the simulated throttle rules
+	// events are the batch's parsed lines, and sreq what each says of its
+	// client's session (Key 0: a malformed line): parsed by a worker, their
+	// sessions filled in input order by the session stage, then evaluated
+	// by a worker.
+	events []characteristics.Event
+	sreq   []session.Request
+	sess   []characteristics.Session // by the session stage, per event
+	// evaluated: the worker that parsed the batch evaluated each line as
+	// it parsed it, with no session (its pipeline keeps none): the
+	// session stage and the evaluating worker pass it on untouched.
+	evaluated bool
+	limits    *throttle.Rules // the simulated throttle rules (a report)
+	evs       []eventRef
+	m         engine.Matches
+	mt        rules.Matches    // of the simulated throttle rules
+	counts    []throttle.Count // of the simulated throttle rules
 	// perRule counts the events each rule counted, by rule index: worked
 	// out by the worker, corrected by the sequencer for requests counted
 	// at decision time.
@@ -299,12 +315,27 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	free := make(chan *batch, 4*cfg.Workers)
-	for range cap(free) {
-		free <- &batch{arena: make([]byte, 0, batchLines*256)}
+	// A batch whose events wait for the session stage keeps them all (two
+	// megabytes of events per batch): with sessions, half as many batches
+	// out at once keep more of them in the cache (measured: about 5% less CPU
+	// on a log with cookies), at the start's pipeline's word.
+	inFlight := 4 * cfg.Workers
+	if p := cfg.Pipelines.Load(); p != nil && p.sessions {
+		inFlight = 2 * cfg.Workers
 	}
+	free := make(chan *batch, inFlight)
+	for range cap(free) {
+		free <- &batch{arena: make([]byte, 0, batchLines*256), events: make([]characteristics.Event, 0, batchLines)}
+	}
+	// A batch goes from the reader to a worker that parses it (work), to
+	// the session stage that fills its events' sessions in input order
+	// (parsed), to a worker that evaluates the rules (staged), to the
+	// sequencer that counts in input order (done). At most cap(free)
+	// batches are out at once, so no send below blocks for long.
 	work := make(chan *batch, cfg.Workers)
-	done := make(chan *batch, 4*cfg.Workers)
+	parsed := make(chan *batch, cap(free))
+	staged := make(chan *batch, cap(free))
+	done := make(chan *batch, cap(free))
 
 	w := &Writer{ctx: ctx, free: free, work: work, now: cfg.Now, seq: new(atomic.Uint64)}
 	var readErr error
@@ -316,19 +347,32 @@ func Run(ctx context.Context, cfg Config, src Source) (Stats, error) {
 		}
 	}()
 
-	var wg sync.WaitGroup
+	var parsers, evaluators sync.WaitGroup
 	for range cfg.Workers {
-		wg.Add(1)
+		parsers.Add(1)
 		go func() {
-			defer wg.Done()
+			defer parsers.Done()
 			w := new(worker)
 			for b := range work {
-				w.prepare(&cfg, b)
+				w.parse(&cfg, b)
+				parsed <- b
+			}
+		}()
+		evaluators.Add(1)
+		go func() {
+			defer evaluators.Done()
+			for b := range staged {
+				evaluate(&cfg, b)
 				done <- b
 			}
 		}()
 	}
-	go func() { wg.Wait(); close(done) }()
+	go func() { parsers.Wait(); close(parsed) }()
+	go func() {
+		sessions(session.New(cfg.Sessions), parsed, staged)
+		close(staged)
+	}()
+	go func() { evaluators.Wait(); close(done) }()
 
 	s := sequencer{cfg: &cfg, pending: map[uint64]*batch{}, lastSweep: cfg.Now(),
 		tripper: newTripper(cfg.Store, cfg.Report, cfg.Metrics, cfg.Logger)}
@@ -359,36 +403,31 @@ var (
 	errOld  = errors.New("time before 1970")
 )
 
-// worker is what a worker goroutine keeps from batch to batch: the event
-// it reuses and what lines tend to repeat (their time, their addresses,
-// their user agents).
+// worker is what a parsing worker keeps from batch to batch: the event it
+// reuses when it evaluates as it parses, and what lines tend to repeat
+// (their time, their addresses, their user agents).
 type worker struct {
 	ev    characteristics.Event
 	cache nginxlog.Cache
 	memo  bots.Memo
-	// Of the batch being prepared:
-	p      *Pipeline
-	limits *throttle.Rules
-	limit  time.Time // events dated after it are clamped
+	// Of the batch being parsed:
+	p     *Pipeline
+	limit time.Time // events dated after it are clamped
 }
 
-// prepare parses, enriches, joins and evaluates one batch; it runs on a
-// worker and reads no shared state but the pipeline's.
-func (w *worker) prepare(cfg *Config, b *batch) {
+// parse parses, enriches and joins the lines of one batch into its events;
+// it runs on a worker and reads no shared state but the pipeline's.
+func (w *worker) parse(cfg *Config, b *batch) {
 	p := cfg.Pipelines.Acquire()
 	b.p = p
-	b.m.Reset()
-	// What mitigation expressions matched is read only by a replay's
-	// verdicts: the daemon's decision API evaluates them itself.
-	b.m.CountOnly = cfg.Report == nil
-	b.evs, b.errs, b.bad, b.future = b.evs[:0], b.errs[:0], 0, 0
-	b.counts = b.counts[:0]
-	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
-	var limits *throttle.Rules
-	if cfg.Report != nil {
-		limits = cfg.Report.limits
+	b.errs, b.bad, b.future = b.errs[:0], 0, 0
+	b.sreq = b.sreq[:0]
+	// Without sessions a line is evaluated as soon as it is parsed, its
+	// event still in the cache: no session stage to wait for.
+	if b.evaluated = !p.sessions; b.evaluated {
+		begin(cfg, b)
 	}
-	w.p, w.limits, w.limit = p, limits, b.now.Add(cfg.FutureTolerance)
+	w.p, w.limit = p, b.now.Add(cfg.FutureTolerance)
 	for _, l := range b.lines {
 		data := b.arena[l.off : l.off+l.n]
 		if !l.block {
@@ -401,12 +440,21 @@ func (w *worker) prepare(cfg *Config, b *batch) {
 			w.line(cfg, b, line, l.file, n, "")
 		}
 	}
-	w.p, w.limits = nil, nil
+	w.p = nil
 }
 
-// line parses, enriches, joins and evaluates one line of b.
+// line parses, enriches and joins one line of b into the next of its
+// events, or, for a batch evaluated as it is parsed, into the worker's
+// event, and evaluates it.
 func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64, host string) {
 	ev, p := &w.ev, w.p
+	if !b.evaluated {
+		k := len(b.sreq)
+		if k == len(b.events) {
+			b.events = append(b.events, characteristics.Event{})
+		}
+		ev = &b.events[k]
+	}
 	var err error // both parsers reset ev first
 	if p.json {
 		err = nginxlog.ParseJSON(line, ev)
@@ -432,7 +480,11 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		if len(b.errs) < cfg.MaxErrors {
 			b.errs = append(b.errs, &nginxlog.LineError{File: file, Line: int(num), Err: err})
 		}
-		b.evs = append(b.evs, eventRef{})
+		if b.evaluated {
+			b.evs = append(b.evs, eventRef{})
+		} else {
+			b.sreq = append(b.sreq, session.Request{})
+		}
 		return
 	}
 	ev.Source = characteristics.SourceNginxLog
@@ -444,6 +496,88 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 	if cfg.Observe != nil {
 		cfg.Observe(ev)
 	}
+	if b.evaluated {
+		evaluateEvent(cfg, b, p, b.limits, ev)
+		return
+	}
+	b.sreq = append(b.sreq, session.Of(ev, p.cookies))
+}
+
+// prepare parses and evaluates one batch on the calling goroutine,
+// without the session stage (its events' sessions are unknown): what a
+// test of one batch needs.
+func (w *worker) prepare(cfg *Config, b *batch) {
+	w.parse(cfg, b)
+	b.sess = b.sess[:0]
+	evaluate(cfg, b)
+}
+
+// sessions fills the sessions of the events of the batches from in, in
+// input order, on one goroutine (tbl is its own), and passes each batch on
+// to out.
+func sessions(tbl *session.Table, in <-chan *batch, out chan<- *batch) {
+	pending := map[uint64]*batch{}
+	var next uint64
+	for b := range in {
+		pending[b.seq] = b
+		for {
+			b, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			// Into a slice of their own: the stage's writes stay
+			// sequential and small, away from the events.
+			b.sess = slices.Grow(b.sess[:0], len(b.sreq))[:len(b.sreq)]
+			for k, r := range b.sreq {
+				if r.Key != 0 {
+					b.sess[k] = tbl.Observe(r)
+				}
+			}
+			out <- b
+		}
+	}
+}
+
+// evaluate evaluates the rules on the events of a parsed batch whose
+// sessions are filled; it runs on a worker.
+func evaluate(cfg *Config, b *batch) {
+	if b.evaluated {
+		return
+	}
+	begin(cfg, b)
+	for k, r := range b.sreq {
+		if r.Key == 0 {
+			b.evs = append(b.evs, eventRef{})
+			continue
+		}
+		ev := &b.events[k]
+		if k < len(b.sess) {
+			ev.Session = b.sess[k]
+		}
+		evaluateEvent(cfg, b, b.p, b.limits, ev)
+	}
+}
+
+// begin readies b for the evaluation of its events.
+func begin(cfg *Config, b *batch) {
+	p := b.p
+	b.m.Reset()
+	// What mitigation expressions matched is read only by a replay's
+	// verdicts: the daemon's decision API evaluates them itself.
+	b.m.CountOnly = cfg.Report == nil
+	b.evs = b.evs[:0]
+	b.counts = b.counts[:0]
+	b.perRule = append(b.perRule[:0], make([]float64, len(p.engine.Rules()))...)
+	b.limits = nil
+	if cfg.Report != nil {
+		b.limits = cfg.Report.limits
+	}
+}
+
+// evaluateEvent evaluates the rules on one event of b.
+func evaluateEvent(cfg *Config, b *batch, p *Pipeline, limits *throttle.Rules, ev *characteristics.Event) {
 	lo, mit := uint32(len(b.m.Items)), uint32(b.m.Mitigables())
 	p.engine.Prepare(ev, &b.m)
 	for i := range b.m.Items[lo:] {
@@ -455,12 +589,12 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		// here, in parallel: the allowlist, a page view, throttle keys.
 		r.allowed = cfg.Store.Allowlisted(ev)
 		r.page = verdict.PageView(ev)
-		if w.limits != nil && !r.allowed {
+		if limits != nil && !r.allowed {
 			// The decision API's count of the request: an allowlisted
 			// one is not counted.
-			w.limits.Set().Eval(ev, &b.mt)
+			limits.Set().Eval(ev, &b.mt)
 			r.clo = uint32(len(b.counts))
-			b.counts, b.tbuf = w.limits.Counts(ev, &b.mt, b.tbuf, b.counts)
+			b.counts, b.tbuf = limits.Counts(ev, &b.mt, b.tbuf, b.counts)
 			r.chi = uint32(len(b.counts))
 		}
 	}

@@ -110,6 +110,9 @@ type Rule struct {
 	// or source), so the decision API can count it before the request is
 	// served, and its own request can already be mitigated.
 	RequestTime bool
+	// Session reports that the rule may read session.* (input.session): the
+	// pipeline keeps sessions only for a rule set with such a rule.
+	Session bool
 
 	hasMitigate bool
 }
@@ -307,6 +310,7 @@ func Load(fsys fs.FS, opts Options) (*Set, error) {
 		var line int
 		var why string
 		r.RequestTime, line, why = requestTimeWhy(src.module, r)
+		r.Session = readsSession(src.module, r)
 		if r.Action == action.Throttle && !r.RequestTime {
 			if line == 0 {
 				line = metaLine(src, strings.Fields(why)[0])

@@ -189,6 +189,7 @@ func (g *gen) benignClasses() {
 	}
 	g.payloadLookalikes() // classes_payload.go
 	g.campaignBenign()
+	g.sessionBenign() // classes_session.go
 }
 
 // Library and headless fingerprints, as characteristics/bots' table has
@@ -318,6 +319,7 @@ func (g *gen) behaviourAttacks() {
 
 	g.regularScrapers()
 	g.campaignAttacks()
+	g.sessionAttacks()
 }
 
 // regularScrapers adds scripts that fetch one page, sleep a fixed time and

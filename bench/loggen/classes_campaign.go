@@ -37,7 +37,7 @@ const (
 // for them a challenge is harm, not friction.
 var NonBrowser = map[string]bool{
 	ClassCrawler: true, ClassUptime: true, ClassACME: true, ClassWebhook: true,
-	ClassSEOCrawler: true, ClassHealthNoUA: true,
+	ClassSEOCrawler: true, ClassHealthNoUA: true, ClassFeedAPI: true,
 }
 
 // between returns a random whole number in [lo, hi].

@@ -77,6 +77,7 @@ type request struct {
 	cookie  string
 	ja4     string
 	reqTime float64
+	proto   string // "" is HTTP/1.1
 }
 
 var browserUAs = []string{
@@ -419,7 +420,13 @@ func (g *gen) appendLine(b []byte, r *request) []byte {
 	b = append(b, r.method...)
 	b = append(b, ' ')
 	b = append(b, r.path...)
-	b = append(b, ` HTTP/1.1" `...)
+	b = append(b, ' ')
+	if r.proto == "" {
+		b = append(b, "HTTP/1.1"...)
+	} else {
+		b = append(b, r.proto...)
+	}
+	b = append(b, `" `...)
 	b = strconv.AppendInt(b, int64(r.status), 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(r.bytes), 10)
