@@ -1,0 +1,656 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/guardd/guardd/counting"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Fleet-wide distinct counts (docs/fleet.md "Distinct counts").
+//
+// Each node keeps its rule's counting.Distinct and counts every event
+// there, as without a fleet. The fleet loop sends, every FlushInterval,
+// the sketch of each window a key's local values changed (counting.Sketch:
+// up to 32 fingerprints, 128 HyperLogLog registers beyond) to Redis, where
+// one script per key merges it into the fleet's sketch of that window
+// (a union of fingerprints, a maximum of registers: idempotent, so a
+// retried merge counts nothing twice) and answers with the merged sketch.
+// The node keeps the fleet's sketches of the key's two windows, and a
+// key's result is then the estimate of the union of its local and fleet
+// sketches: what one node that saw every node's events would answer, a
+// flush interval late. Keys near their limit are read back at each flush
+// while they are in use, even without new values here, so every node
+// learns of the others' within one flush.
+
+// DistinctRule is one distinct rule of the fleet: it names the rule in
+// Redis keys ("guardd:{<name>:<key>}:d<window>").
+type DistinctRule struct {
+	Name string
+}
+
+// DistinctConfig bounds a DistinctCounter. Zero values mean defaults.
+type DistinctConfig struct {
+	// MaxKeys caps the keys whose fleet sketches the node keeps (about
+	// 300 bytes each); 0 means DefaultDistinctKeys. Beyond it, the least
+	// recently used key of a shard (sampled) is dropped and answers from
+	// local counts until it is shared again.
+	MaxKeys int
+	// MaxPerFlush caps the keys one flush sends or reads per rule; 0 means
+	// DefaultDistinctPerFlush. Keys beyond wait for the next flush.
+	MaxPerFlush int
+}
+
+// Defaults of DistinctConfig.
+const (
+	DefaultDistinctKeys     = 1 << 17
+	DefaultDistinctPerFlush = 4096
+	// distinctRefresh: a key near its limit is read back at every flush
+	// while its last local event is within this many flush intervals.
+	distinctRefresh = 20
+	distinctShards  = 16
+)
+
+// DistinctCounter is one distinct rule's fleet-wide counter: the engine's
+// DistinctCounter. AddDistinct counts in the local table and answers from
+// the union of the local sketches and the fleet's last read back: it
+// never waits on the network, and while Redis is away the answer is the
+// local count (with whatever the fleet had said of the key's windows).
+// Safe for concurrent use.
+type DistinctCounter struct {
+	f       *Fleet
+	rule    DistinctRule
+	local   *counting.Distinct
+	prefix  string // "guardd:{<name>:"
+	period  int64
+	perSh   int
+	perFlsh int
+	pass    uint64 // collect passes; only the flush loop touches it
+	shards  [distinctShards]dfshard
+}
+
+type dfshard struct {
+	mu      sync.Mutex
+	index   map[uint64]int32 // key -> index in keys
+	keys    []dfkey
+	free    []int32
+	touched []uint64 // keys to look at in the next flush, each once
+	rng     uint64
+	_       [64]byte
+}
+
+// dfkey is what the node knows of one key fleet-wide.
+type dfkey struct {
+	key   uint64
+	win   int64              // start of the window of fleet[0] (unix ns); 0: nothing known
+	fleet [2]counting.Sketch // the fleet's sketches of windows win and win-period
+	sent  [2]sentMark        // what was last sent of each of the two windows
+	last  int64              // event time of the last local Add (ns)
+	gen   uint32             // tells this entry from a later one in the same place
+	flags uint8
+}
+
+const (
+	dfTouched uint8 = 1 << iota // on its shard's touched list
+	dfAdds                      // the fleet's sketches hold values the local table did not, at the last reply
+	dfNear                      // the merged count was near the limit at the last reply
+	dfFlying                    // an op of it is in flight
+)
+
+type sentMark struct {
+	win int64
+	sum uint64
+}
+
+// Distinct returns the fleet-wide counter of a distinct rule whose local
+// table is local. Each call makes a new counter (a reload makes a new
+// local table); one nobody references leaves the flush loop once the
+// garbage collector has freed it.
+func (f *Fleet) Distinct(r DistinctRule, local *counting.Distinct, cfg DistinctConfig) (*DistinctCounter, error) {
+	if r.Name == "" {
+		return nil, fmt.Errorf("counting/redis: distinct rule needs a name")
+	}
+	if local == nil {
+		return nil, fmt.Errorf("counting/redis: distinct rule %s: no local table", r.Name)
+	}
+	if cfg.MaxKeys < 0 || cfg.MaxPerFlush < 0 {
+		return nil, fmt.Errorf("counting/redis: distinct rule %s: max keys %d, max per flush %d: must be >= 0", r.Name, cfg.MaxKeys, cfg.MaxPerFlush)
+	}
+	if cfg.MaxKeys == 0 {
+		cfg.MaxKeys = DefaultDistinctKeys
+	}
+	if cfg.MaxPerFlush == 0 {
+		cfg.MaxPerFlush = DefaultDistinctPerFlush
+	}
+	c := &DistinctCounter{f: f, rule: r, local: local, prefix: "guardd:{" + r.Name + ":", period: local.Period(),
+		perSh: max(cfg.MaxKeys/distinctShards, 1), perFlsh: cfg.MaxPerFlush}
+	for i := range c.shards {
+		c.shards[i].index = make(map[uint64]int32)
+		c.shards[i].rng = uint64(i)*zeroKey + 1
+	}
+	f.dist.mu.Lock()
+	f.dist.counters = append(f.dist.counters, weak.Make(c))
+	f.dist.mu.Unlock()
+	return c, nil
+}
+
+// Local returns the counter's local table.
+func (c *DistinctCounter) Local() *counting.Distinct { return c.local }
+
+func (c *DistinctCounter) shardOf(key uint64) *dfshard {
+	return &c.shards[mix(key)>>(64-4)] // distinctShards = 16
+}
+
+// AddDistinct records value for key at now (unix ns) in the local table
+// and returns the key's estimate of distinct values fleet-wide: the union
+// of the local sketches and the fleet's as last read back. It allocates
+// nothing once the key's shard has grown to hold it.
+func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Result {
+	r := c.local.Add(key, value, now)
+	if key == 0 {
+		key = zeroKey
+	}
+	sh := c.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i, ok := sh.index[key]
+	if !ok {
+		i = c.newKeyLocked(sh, key)
+	}
+	k := &sh.keys[i]
+	k.last = max(k.last, now)
+	if k.flags&dfTouched == 0 {
+		k.flags |= dfTouched
+		sh.touched = append(sh.touched, key)
+	}
+	if k.flags&dfAdds == 0 {
+		return r // the fleet knows nothing the local table does not
+	}
+	return c.viewLocked(key, k, now)
+}
+
+// Peek returns key's fleet-wide estimate at now without recording
+// anything.
+func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
+	if key == 0 {
+		key = zeroKey
+	}
+	sh := c.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if i, ok := sh.index[key]; ok && sh.keys[i].flags&dfAdds != 0 {
+		return c.viewLocked(key, &sh.keys[i], now)
+	}
+	return c.local.Peek(key, now)
+}
+
+// viewLocked merges k's fleet sketches into the local ones at now.
+func (c *DistinctCounter) viewLocked(key uint64, k *dfkey, now int64) counting.Result {
+	var cur, prev counting.Sketch
+	start, _ := c.local.Sketches(key, now, &cur, &prev)
+	c.mergeFleet(k, start, &cur, &prev)
+	return c.local.ResultOf(start, cur.Estimate(), cur.UnionEstimate(&prev), now)
+}
+
+// mergeFleet merges k's fleet sketches into cur and prev, the local
+// sketches of the windows starting at start and start-period.
+func (c *DistinctCounter) mergeFleet(k *dfkey, start int64, cur, prev *counting.Sketch) {
+	switch k.win {
+	case start:
+		cur.Union(&k.fleet[0])
+		prev.Union(&k.fleet[1])
+	case start - c.period:
+		prev.Union(&k.fleet[0])
+	}
+}
+
+// newKeyLocked makes key's entry, dropping a sampled least recently used
+// one when the shard is full.
+func (c *DistinctCounter) newKeyLocked(sh *dfshard, key uint64) int32 {
+	if len(sh.index) >= c.perSh {
+		c.evictLocked(sh)
+	}
+	var i int32
+	if n := len(sh.free); n > 0 {
+		i, sh.free = sh.free[n-1], sh.free[:n-1]
+	} else {
+		sh.keys = append(sh.keys, dfkey{})
+		i = int32(len(sh.keys) - 1)
+	}
+	gen := sh.keys[i].gen + 1
+	sh.keys[i] = dfkey{key: key, gen: gen}
+	sh.index[key] = i
+	return i
+}
+
+// evictLocked drops the least recently used of a few sampled keys.
+func (c *DistinctCounter) evictLocked(sh *dfshard) {
+	victim, oldest := int32(-1), int64(0)
+	for s := 0; s < 5 && len(sh.keys) > 0; s++ {
+		sh.rng = sh.rng*6364136223846793005 + 1442695040888963407
+		i := int32((sh.rng >> 33) % uint64(len(sh.keys)))
+		if k := &sh.keys[i]; k.key != 0 && (victim < 0 || k.last < oldest) {
+			victim, oldest = i, k.last
+		}
+	}
+	if victim < 0 {
+		for i := range sh.keys {
+			if sh.keys[i].key != 0 {
+				victim = int32(i)
+				break
+			}
+		}
+	}
+	if victim >= 0 {
+		c.dropLocked(sh, victim)
+		c.f.dist.met.evicted.Inc()
+	}
+}
+
+// dropLocked forgets entry i (its key may still be on the touched list:
+// the flush finds no entry and skips it).
+func (c *DistinctCounter) dropLocked(sh *dfshard, i int32) {
+	delete(sh.index, sh.keys[i].key)
+	gen := sh.keys[i].gen
+	sh.keys[i] = dfkey{gen: gen}
+	sh.free = append(sh.free, i)
+}
+
+// Len returns the keys whose fleet state the node keeps.
+func (c *DistinctCounter) Len() int {
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += len(sh.index)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// SketchOp is one key's exchange with Redis in a flush: the key's
+// sketches of two windows, each merged into the fleet's (an empty one is
+// only read), and the fleet's merged sketches read back.
+type SketchOp struct {
+	Key  [2]string // the windows' keys, on one slot ("guardd:{rule:key}:d<window>")
+	Send [2][]byte // counting.Sketch binary forms; nil: read only
+	TTL  int64     // ms a written sketch is kept: two periods
+}
+
+// SketchStore is implemented by a Store that merges distinct sketches
+// (*Conn does). With a Store that does not, distinct rules count per node.
+type SketchStore interface {
+	// MergeSketches runs one merge script per op, pipelined, and stores
+	// the fleet's two merged sketches of each op in replies (as long as
+	// ops) or its error in errs; it returns the first error.
+	MergeSketches(ctx context.Context, ops []SketchOp, replies [][2][]byte, errs []error) error
+}
+
+// distinctTier is the Fleet's part for distinct rules.
+type distinctTier struct {
+	met      *distinctMetrics
+	mu       sync.Mutex
+	counters []weak.Pointer[DistinctCounter]
+}
+
+func (d *distinctTier) live() []*DistinctCounter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*DistinctCounter, 0, len(d.counters))
+	keep := d.counters[:0]
+	for _, w := range d.counters {
+		if c := w.Value(); c != nil {
+			out = append(out, c)
+			keep = append(keep, w)
+		}
+	}
+	clear(d.counters[len(keep):])
+	d.counters = keep
+	return out
+}
+
+// runDistinct flushes the distinct counters every FlushInterval until ctx
+// ends, in its own goroutine (a slow merge never delays the counters'
+// flush, nor the reverse); the returned func waits for it.
+func (f *Fleet) runDistinct(ctx context.Context) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(f.cfg.FlushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f.FlushDistinct(ctx)
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// dref ties an op to its key's entry.
+type dref struct {
+	c     *DistinctCounter
+	key   uint64
+	gen   uint32
+	win   int64 // start of the current window when sent
+	sums  [2]sentMark
+	bytes int
+}
+
+// FlushDistinct sends the sketches of the keys whose local values changed
+// since the last flush, reads back those near their limit, and keeps the
+// fleet's answer. Run calls it every FlushInterval; tests may too.
+func (f *Fleet) FlushDistinct(ctx context.Context) {
+	ss, ok := f.store.(SketchStore)
+	if !ok {
+		return
+	}
+	counters := f.dist.live()
+	if len(counters) == 0 {
+		return
+	}
+	now := f.cfg.Now()
+	nodes := int(f.nodes.Load())
+	var ops []SketchOp
+	var refs []dref
+	for _, c := range counters {
+		ops, refs = c.collect(ops, refs, now.UnixNano(), nodes)
+	}
+	if len(ops) == 0 {
+		return
+	}
+	top := f.eps.top.Load()
+	type round struct {
+		ops  []SketchOp
+		refs []dref
+	}
+	rounds := make([]round, len(top.eps))
+	for i := range ops {
+		r := &rounds[top.of(KeySlot(ops[i].Key[0]))]
+		r.ops = append(r.ops, ops[i])
+		r.refs = append(r.refs, refs[i])
+	}
+	var wg sync.WaitGroup
+	for i := range rounds {
+		r := &rounds[i]
+		if len(r.ops) == 0 {
+			continue
+		}
+		ep := top.eps[i]
+		if ok, _ := ep.br.Allow(now); !ok {
+			f.dist.met.flushes.WithLabelValues("skipped").Inc()
+			for _, ref := range r.refs {
+				ref.c.settle(ref, [2][]byte{}, false)
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := 0; start < len(r.ops); start += BatchSize {
+				end := min(start+BatchSize, len(r.ops))
+				if !f.sendSketches(ctx, ss, ep, r.ops[start:end], r.refs[start:end]) {
+					for _, ref := range r.refs[end:] {
+						ref.c.settle(ref, [2][]byte{}, false)
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// sendSketches runs one pipeline of merges under the deadline and
+// settles its keys.
+func (f *Fleet) sendSketches(ctx context.Context, ss SketchStore, ep *endpoint, ops []SketchOp, refs []dref) bool {
+	rep, er := make([][2][]byte, len(ops)), make([]error, len(ops))
+	t0 := f.cfg.Now()
+	err, inTime := f.bounded(ctx, func(ctx context.Context) error { return ss.MergeSketches(ctx, ops, rep, er) })
+	if !inTime {
+		rep, er = make([][2][]byte, len(ops)), make([]error, len(ops))
+	}
+	t1 := f.cfg.Now()
+	f.dist.met.duration.Observe(t1.Sub(t0).Seconds())
+	if err != nil {
+		ep.br.Failure(t1)
+		outcome := "error"
+		if ctxErr(err) {
+			outcome = "timeout"
+		}
+		f.dist.met.flushes.WithLabelValues(outcome).Inc()
+		f.log.Debug("fleet: redis distinct merge failed", "endpoint", ep.name, "err", err)
+		for i := range ops {
+			refs[i].c.settle(refs[i], rep[i], er[i] == nil && inTime)
+		}
+		return false
+	}
+	ep.br.Success()
+	f.lastOK.Store(t1.UnixNano())
+	f.dist.met.flushes.WithLabelValues("ok").Inc()
+	for i := range ops {
+		refs[i].c.settle(refs[i], rep[i], true)
+		if ops[i].Send[0] != nil || ops[i].Send[1] != nil {
+			f.dist.met.keys.WithLabelValues("write").Inc()
+		} else {
+			f.dist.met.keys.WithLabelValues("read").Inc()
+		}
+		f.dist.met.bytes.Add(float64(refs[i].bytes))
+	}
+	return true
+}
+
+// collect appends an op for each touched key whose sketches changed since
+// they were last sent, or that is near its limit: at most perFlsh; the
+// rest stay touched for the next flush.
+func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes int) ([]SketchOp, []dref) {
+	budget := c.perFlsh
+	refresh := distinctRefresh * int64(c.f.cfg.FlushInterval)
+	c.pass++
+	sweep := c.pass%distinctRefresh == 0
+	for si := range c.shards {
+		sh := &c.shards[si]
+		sh.mu.Lock()
+		if sweep {
+			// Keys idle for two periods have nothing left in the period.
+			for i := range sh.keys {
+				if k := &sh.keys[i]; k.key != 0 && k.flags&(dfTouched|dfFlying) == 0 && now-k.last >= 2*c.period {
+					c.dropLocked(sh, int32(i))
+				}
+			}
+		}
+		keep := sh.touched[:0]
+		for j, key := range sh.touched {
+			i, ok := sh.index[key]
+			if !ok {
+				continue
+			}
+			k := &sh.keys[i]
+			if budget == 0 || k.flags&dfFlying != 0 {
+				if budget == 0 && k.flags&dfFlying == 0 {
+					c.f.dist.met.deferred.Inc()
+				}
+				keep = append(keep, sh.touched[j])
+				continue
+			}
+			var sk [2]counting.Sketch
+			start, has := c.local.Sketches(key, now, &sk[0], &sk[1])
+			if !has && k.win == 0 {
+				k.flags &^= dfTouched // nothing here, nothing known: forget it
+				continue
+			}
+			if now-k.last >= 2*c.period && start-k.win >= 2*c.period {
+				// Nothing of it is left in the period: forget it.
+				c.dropLocked(sh, i)
+				continue
+			}
+			op := SketchOp{TTL: max(2*c.period/int64(time.Millisecond), 1)}
+			ref := dref{c: c, key: key, gen: k.gen, win: start}
+			for w := range 2 {
+				ws := start - int64(w)*c.period
+				op.Key[w] = c.sketchKey(key, ws)
+				ref.sums[w] = sentMark{win: ws}
+				if sk[w].Empty() {
+					continue
+				}
+				b, _ := sk[w].AppendBinary(nil)
+				ref.sums[w].sum = counting.Hash(b)
+				if s := c.sentFor(k, ws); s != ref.sums[w].sum {
+					op.Send[w] = b
+					ref.bytes += len(b)
+				}
+			}
+			near := k.flags&dfNear != 0 && now-k.last < refresh
+			if op.Send[0] == nil && op.Send[1] == nil && !near {
+				k.flags &^= dfTouched
+				continue
+			}
+			budget--
+			k.flags |= dfFlying
+			ops, refs = append(ops, op), append(refs, ref)
+			if near {
+				keep = append(keep, key) // read back again next flush
+			} else {
+				k.flags &^= dfTouched
+			}
+		}
+		clear(sh.touched[len(keep):])
+		sh.touched = keep
+		sh.mu.Unlock()
+	}
+	return ops, refs
+}
+
+// sentFor returns the sum of what was last sent of window ws of k.
+func (c *DistinctCounter) sentFor(k *dfkey, ws int64) uint64 {
+	for _, s := range k.sent {
+		if s.win == ws {
+			return s.sum
+		}
+	}
+	return 0
+}
+
+// sketchKey names the fleet's sketch of key's window starting at ws.
+func (c *DistinctCounter) sketchKey(key uint64, ws int64) string {
+	var buf [96]byte
+	b := append(buf[:0], c.prefix...)
+	b = strconv.AppendUint(b, key, 16)
+	b = append(b, "}:d"...)
+	b = strconv.AppendInt(b, ws/c.period, 10)
+	return string(b)
+}
+
+// settle keeps the fleet's answer to one op, or on failure lists the key
+// to be sent again.
+func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
+	var fl [2]counting.Sketch
+	if ok {
+		for w := range 2 {
+			if err := fl[w].UnmarshalBinary(rep[w]); err != nil {
+				c.f.dist.met.flushes.WithLabelValues("error").Inc()
+				c.f.log.Warn("fleet: redis distinct sketch unreadable", "rule", c.rule.Name, "err", err)
+				ok = false
+			}
+		}
+	}
+	sh := c.shardOf(r.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i, found := sh.index[r.key]
+	if !found || sh.keys[i].gen != r.gen {
+		return // forgotten meanwhile
+	}
+	k := &sh.keys[i]
+	k.flags &^= dfFlying
+	if !ok {
+		if k.flags&dfTouched == 0 {
+			k.flags |= dfTouched
+			sh.touched = append(sh.touched, r.key)
+		}
+		return
+	}
+	k.sent = r.sums
+	if r.win >= k.win {
+		k.win, k.fleet = r.win, fl
+	}
+	// Whether the fleet knows values the local table does not: only then
+	// does a result need the merge (AddDistinct's fast path skips it).
+	now := c.f.cfg.Now().UnixNano()
+	var cur, prev counting.Sketch
+	start, _ := c.local.Sketches(r.key, max(now, k.last), &cur, &prev)
+	lc, lp := cur, prev
+	c.mergeFleet(k, start, &cur, &prev)
+	k.flags &^= dfAdds | dfNear
+	if !lc.Covers(&cur) || !lp.Covers(&prev) {
+		k.flags |= dfAdds
+	}
+	res := c.local.ResultOf(start, cur.Estimate(), cur.UnionEstimate(&prev), max(now, k.last))
+	nodes := max(int(c.f.nodes.Load()), 1)
+	if res.Count*float64(2*nodes) >= c.local.Limit() {
+		k.flags |= dfNear
+		// Read it back at the next flush while it is in use, even
+		// without new values here: the others' reach this node within
+		// one flush of reaching Redis.
+		if k.flags&dfTouched == 0 && now-k.last < distinctRefresh*int64(c.f.cfg.FlushInterval) {
+			k.flags |= dfTouched
+			sh.touched = append(sh.touched, r.key)
+		}
+	}
+}
+
+// distinctMetrics are the distinct tier's metrics.
+type distinctMetrics struct {
+	flushes  *prometheus.CounterVec
+	duration prometheus.Histogram
+	keys     *prometheus.CounterVec
+	bytes    prometheus.Counter
+	deferred prometheus.Counter
+	evicted  prometheus.Counter
+}
+
+func newDistinctMetrics(reg prometheus.Registerer) (*distinctMetrics, error) {
+	m := &distinctMetrics{
+		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "guardd_counting_redis_distinct_flushes_total",
+			Help: "Pipelines of distinct-sketch merges sent to Redis, by outcome (ok, error, timeout, skipped while the breaker is open).",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "guardd_counting_redis_distinct_request_duration_seconds",
+			Help:    "Round trip of one pipeline of distinct-sketch merges.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1},
+		}),
+		keys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "guardd_counting_redis_distinct_keys_flushed_total",
+			Help: "Distinct-sketch scripts run, one per key per flush, by op: write (new local values merged) or read (a key near its limit read back).",
+		}, []string{"op"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "guardd_counting_redis_distinct_sent_bytes_total",
+			Help: "Bytes of distinct sketches sent to Redis.",
+		}),
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "guardd_counting_redis_distinct_deferred_keys_total",
+			Help: "Keys left for the next flush because a flush reached its cap of keys per rule.",
+		}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "guardd_counting_redis_distinct_evicted_keys_total",
+			Help: "Keys whose fleet sketches were dropped to stay under the cap of keys per rule.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.flushes, m.duration, m.keys, m.bytes, m.deferred, m.evicted} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
