@@ -42,6 +42,10 @@ type BuildOptions struct {
 	// one limit (fleet mode: counting/redis); nil, or a rule with windows
 	// or distinct, keeps the engine's local table.
 	NewCounter func(r *rules.Rule, lim counting.Limit) (engine.Counter, error)
+	// NewDistinct, when set, makes the counter of each detection rule
+	// that counts distinct values in one window out of its local table
+	// (fleet mode: counting/redis); nil keeps the local table alone.
+	NewDistinct func(r *rules.Rule, local *counting.Distinct) (engine.DistinctCounter, error)
 	// Scorer, when set, holds the anomaly scores to add to, kept across
 	// reloads; the configuration's thresholds apply to it. nil: new scores.
 	Scorer *scoring.Scorer
@@ -87,6 +91,19 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
 			}
 			p.engine.SetCounter(i, c)
+		}
+	}
+	if opts.NewDistinct != nil {
+		for i, r := range set.Rules() {
+			local := p.engine.DistinctTable(i)
+			if local == nil {
+				continue
+			}
+			c, err := opts.NewDistinct(r, local)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
+			}
+			p.engine.SetDistinct(i, c)
 		}
 	}
 	if !cfg.Log.JSON {

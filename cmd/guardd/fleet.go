@@ -81,6 +81,18 @@ func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (en
 	}
 }
 
+// engineDistinct is pipeline.BuildOptions.NewDistinct: detection rules
+// that count distinct values in one window share their sketches
+// fleet-wide. nil without fleet mode.
+func (f *fleetParts) engineDistinct() func(r *rules.Rule, local *counting.Distinct) (engine.DistinctCounter, error) {
+	if f == nil {
+		return nil
+	}
+	return func(r *rules.Rule, local *counting.Distinct) (engine.DistinctCounter, error) {
+		return f.counters.Distinct(redis.DistinctRule{Name: r.Name}, local, redis.DistinctConfig{})
+	}
+}
+
 func (f *fleetParts) run(ctx context.Context, g *errgroup.Group) {
 	g.Go(func() error { return f.counters.Run(ctx) })
 	g.Go(func() error { return f.sync.Run(ctx) })
@@ -150,17 +162,18 @@ func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {
 
 // perNodeRules names the rules that count on each node alone even in
 // fleet mode (docs/fleet.md "What counts per node"), each with why:
-// several windows, a distinct count or a timing gate (counting.Windows,
-// the distinct sketches and counting.Regularity have no Redis tier), or a concurrency limit (requests in flight
-// on this node).
+// several windows, a distinct count over several windows, or a timing
+// gate (counting.Windows and counting.Regularity have no Redis tier; a
+// distinct count in one window shares its sketches), or a concurrency
+// limit (requests in flight on this node).
 func perNodeRules(rs []*rules.Rule) []string {
 	var out []string
 	for _, r := range rs {
 		switch {
 		case r.Concurrency > 0:
 			out = append(out, r.Name+" (concurrency)")
-		case r.Distinct != nil:
-			out = append(out, r.Name+" (distinct)")
+		case r.Distinct != nil && len(r.Windows) > 1:
+			out = append(out, r.Name+" (distinct, windows)")
 		case r.Regularity != nil:
 			out = append(out, r.Name+" (regularity)")
 		case len(r.Windows) > 1:

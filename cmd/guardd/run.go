@@ -159,7 +159,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if d.fleet, err = newFleet(cfg, d.store, reg, logger); err != nil {
 		return fail(err)
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), Scorer: d.scores})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct(), Scorer: d.scores})
 	if err != nil {
 		return fail(err)
 	}
@@ -486,7 +486,7 @@ func (d *daemon) reload() {
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
 		return
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), Scorer: d.scores})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct(), Scorer: d.scores})
 	if err != nil {
 		d.reloaded(false)
 		d.log.Error("reload failed; keeping the running configuration", "err", err)

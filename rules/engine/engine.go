@@ -190,6 +190,18 @@ func (e *Engine) Rules() []*rules.Rule { return e.rules }
 // SetCounter replaces rule i's counter, for a fleet-wide tier.
 func (e *Engine) SetCounter(i int, c Counter) { e.counters[i] = c }
 
+// DistinctTable returns rule i's own table of distinct values when the
+// rule counts distinct values in one window, and nil otherwise: what a
+// fleet-wide tier wraps (SetDistinct).
+func (e *Engine) DistinctTable(i int) *counting.Distinct {
+	d, _ := e.distinct[i].(*counting.Distinct)
+	return d
+}
+
+// SetDistinct replaces rule i's distinct counter, for a fleet-wide tier;
+// the rule's own table still answers Peek, Expire and Keys.
+func (e *Engine) SetDistinct(i int, d DistinctCounter) { e.distinct[i] = d }
+
 // Counted is one counting step, as SetOnCount reports it.
 type Counted struct {
 	Rule   int    // index in Rules
