@@ -139,6 +139,32 @@ func (s *Sketch) registers(out *[DistinctRegisters]uint8) {
 	}
 }
 
+// Insert adds value (the hash a Distinct's Add takes) to s, as a table's
+// window takes it, and reports whether s changed.
+func (s *Sketch) Insert(value uint64) bool {
+	f := uint32(splitmix(value) >> 32)
+	changed := false
+	if s.n != dense {
+		if s.holds(f) {
+			return false
+		}
+		if s.n < sparseMax {
+			binary.LittleEndian.PutUint32(s.b[4*int(s.n):], f)
+			s.n++
+			return true
+		}
+		var reg [DistinctRegisters]uint8
+		s.registers(&reg)
+		s.b, s.n, changed = reg, dense, true
+	}
+	idx, rank := place(f)
+	if rank <= s.b[idx] {
+		return changed
+	}
+	s.b[idx] = rank
+	return true
+}
+
 // Union merges o into s: s then holds the union of both windows' values,
 // exactly while it has at most 32, as registers beyond.
 func (s *Sketch) Union(o *Sketch) {

@@ -39,9 +39,14 @@ func TestSketchUnionIsOneTable(t *testing.T) {
 			}
 			one := mk()
 			nodes := []*Distinct{mk(), mk(), mk()}
+			var ins [2]Sketch // the same values through Insert, window by window
 			add := func(n int, at int64) {
 				for i := range n {
 					v := rng.Uint64()
+					s := &ins[(at-base)/period%2]
+					if n, exact := s.Exact(); !s.Insert(v) && exact {
+						t.Fatalf("Insert of a new value into %d exact ones changed nothing", n)
+					}
 					for r := range tc.repeatEach {
 						one.Add(7, v, at)
 						nodes[(i+r)%3].Add(7, v, at)
@@ -69,6 +74,9 @@ func TestSketchUnionIsOneTable(t *testing.T) {
 				if got[w].Estimate() != want[w].Estimate() || !got[w].Covers(&want[w]) || !want[w].Covers(&got[w]) {
 					t.Errorf("window %d: merged estimate %v, one table %v", w, got[w].Estimate(), want[w].Estimate())
 				}
+			}
+			if ins[1] != want[0] || ins[0] != want[1] || ins[1].Insert(12345) && ins[1].Insert(12345) {
+				t.Errorf("Insert: %v and %v, one table %v and %v (or a repeat changed it)", ins[1].Estimate(), ins[0].Estimate(), want[0].Estimate(), want[1].Estimate())
 			}
 			r := one.ResultOf(start, got[0].Estimate(), got[0].UnionEstimate(&got[1]), now)
 			if ref := one.Peek(7, now); math.Abs(r.Count-ref.Count) > 1e-3 || r.Exceeded != ref.Exceeded || r.Reset != ref.Reset {

@@ -84,15 +84,18 @@ type dfshard struct {
 	_       [64]byte
 }
 
-// dfkey is what the node knows of one key fleet-wide.
+// dfkey is what the node knows of one key fleet-wide: while the fleet's
+// sketches hold values the local table does not (dfAdds), the view, the
+// union of both, kept up to date by AddDistinct as the local table is.
 type dfkey struct {
-	key   uint64
-	win   int64              // start of the window of fleet[0] (unix ns); 0: nothing known
-	fleet [2]counting.Sketch // the fleet's sketches of windows win and win-period
-	sent  [2]sentMark        // what was last sent of each of the two windows
-	last  int64              // event time of the last local Add (ns)
-	gen   uint32             // tells this entry from a later one in the same place
-	flags uint8
+	key        uint64
+	vstart     int64              // start of view[0]'s window (unix ns); 0: none
+	view       [2]counting.Sketch // windows vstart and vstart-period
+	vcur, vuni float64            // view's estimates: its current window, both
+	sent       [2]sentMark        // what was last sent of each of the two windows
+	last       int64              // event time of the last local Add (ns)
+	gen        uint32             // tells this entry from a later one in the same place
+	flags      uint8
 }
 
 const (
@@ -171,7 +174,38 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	if k.flags&dfAdds == 0 {
 		return r // the fleet knows nothing the local table does not
 	}
-	return c.viewLocked(key, k, now)
+	c.insertLocked(k, value, now)
+	return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+}
+
+// insertLocked adds value at now to k's view, moving its windows as the
+// local table does.
+func (c *DistinctCounter) insertLocked(k *dfkey, value uint64, now int64) {
+	ws := c.local.WindowStart(now)
+	w := 0
+	switch {
+	case ws == k.vstart:
+	case ws == k.vstart-c.period:
+		w = 1 // a late event, in the previous window
+	case ws < k.vstart:
+		return // older than both windows: the local table ignores it too
+	case ws == k.vstart+c.period:
+		k.view[1], k.view[0], k.vstart = k.view[0], counting.Sketch{}, ws
+		c.estimateLocked(k)
+	default:
+		// Nothing of the view is left in the period: the local table
+		// says it all until the fleet answers again.
+		k.view, k.vstart, k.vcur, k.vuni = [2]counting.Sketch{}, ws, 0, 0
+		k.flags &^= dfAdds
+		return
+	}
+	if k.view[w].Insert(value) {
+		c.estimateLocked(k)
+	}
+}
+
+func (c *DistinctCounter) estimateLocked(k *dfkey) {
+	k.vcur, k.vuni = k.view[0].Estimate(), k.view[0].UnionEstimate(&k.view[1])
 }
 
 // Peek returns key's fleet-wide estimate at now without recording
@@ -184,29 +218,12 @@ func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, ok := sh.index[key]; ok && sh.keys[i].flags&dfAdds != 0 {
-		return c.viewLocked(key, &sh.keys[i], now)
+		k := &sh.keys[i]
+		if c.local.WindowStart(now) < k.vstart+2*c.period {
+			return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+		}
 	}
 	return c.local.Peek(key, now)
-}
-
-// viewLocked merges k's fleet sketches into the local ones at now.
-func (c *DistinctCounter) viewLocked(key uint64, k *dfkey, now int64) counting.Result {
-	var cur, prev counting.Sketch
-	start, _ := c.local.Sketches(key, now, &cur, &prev)
-	c.mergeFleet(k, start, &cur, &prev)
-	return c.local.ResultOf(start, cur.Estimate(), cur.UnionEstimate(&prev), now)
-}
-
-// mergeFleet merges k's fleet sketches into cur and prev, the local
-// sketches of the windows starting at start and start-period.
-func (c *DistinctCounter) mergeFleet(k *dfkey, start int64, cur, prev *counting.Sketch) {
-	switch k.win {
-	case start:
-		cur.Union(&k.fleet[0])
-		prev.Union(&k.fleet[1])
-	case start - c.period:
-		prev.Union(&k.fleet[0])
-	}
 }
 
 // newKeyLocked makes key's entry, dropping a sampled least recently used
@@ -483,11 +500,11 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 			}
 			var sk [2]counting.Sketch
 			start, has := c.local.Sketches(key, now, &sk[0], &sk[1])
-			if !has && k.win == 0 {
+			if !has && k.flags&dfAdds == 0 {
 				k.flags &^= dfTouched // nothing here, nothing known: forget it
 				continue
 			}
-			if now-k.last >= 2*c.period && start-k.win >= 2*c.period {
+			if now-k.last >= 2*c.period && start-k.vstart >= 2*c.period {
 				// Nothing of it is left in the period: forget it.
 				c.dropLocked(sh, i)
 				continue
@@ -579,21 +596,27 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 		return
 	}
 	k.sent = r.sums
-	if r.win >= k.win {
-		k.win, k.fleet = r.win, fl
+	// The view is the union of the local windows now and the fleet's as
+	// Redis answered (the local window may have moved since the send).
+	now := max(c.f.cfg.Now().UnixNano(), k.last)
+	var lc, lp counting.Sketch
+	start, _ := c.local.Sketches(r.key, now, &lc, &lp)
+	k.view, k.vstart = [2]counting.Sketch{lc, lp}, start
+	switch start {
+	case r.win:
+		k.view[0].Union(&fl[0])
+		k.view[1].Union(&fl[1])
+	case r.win + c.period:
+		k.view[1].Union(&fl[0])
 	}
-	// Whether the fleet knows values the local table does not: only then
-	// does a result need the merge (AddDistinct's fast path skips it).
-	now := c.f.cfg.Now().UnixNano()
-	var cur, prev counting.Sketch
-	start, _ := c.local.Sketches(r.key, max(now, k.last), &cur, &prev)
-	lc, lp := cur, prev
-	c.mergeFleet(k, start, &cur, &prev)
+	c.estimateLocked(k)
+	// Only a view that holds values the local table does not needs
+	// AddDistinct to keep it (its fast path skips it otherwise).
 	k.flags &^= dfAdds | dfNear
-	if !lc.Covers(&cur) || !lp.Covers(&prev) {
+	if !lc.Covers(&k.view[0]) || !lp.Covers(&k.view[1]) {
 		k.flags |= dfAdds
 	}
-	res := c.local.ResultOf(start, cur.Estimate(), cur.UnionEstimate(&prev), max(now, k.last))
+	res := c.local.ResultOf(start, k.vcur, k.vuni, now)
 	nodes := max(int(c.f.nodes.Load()), 1)
 	if res.Count*float64(2*nodes) >= c.local.Limit() {
 		k.flags |= dfNear

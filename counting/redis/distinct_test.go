@@ -1,0 +1,138 @@
+package redis
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/guardd/guardd/counting"
+)
+
+// sketchFake is fakeStore with MergeSketches: luaSketch's merge done by
+// counting.Sketch.Union over a map (TestSketchScriptMatchesUnion checks
+// the two agree on a real server).
+type sketchFake struct {
+	*fakeStore
+	smu sync.Mutex
+	m   map[string]counting.Sketch
+}
+
+func newSketchFake(now time.Time) *sketchFake {
+	return &sketchFake{fakeStore: newFakeStore(now), m: map[string]counting.Sketch{}}
+}
+
+func (s *sketchFake) MergeSketches(_ context.Context, ops []SketchOp, replies [][2][]byte, errs []error) error {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.fail != nil {
+		for i := range errs {
+			errs[i] = s.fail
+		}
+		return s.fail
+	}
+	for i, o := range ops {
+		for w := range 2 {
+			cur := s.m[o.Key[w]]
+			if o.Send[w] != nil {
+				var a counting.Sketch
+				if err := a.UnmarshalBinary(o.Send[w]); err != nil {
+					errs[i] = err
+					return err
+				}
+				cur.Union(&a)
+				s.m[o.Key[w]] = cur
+			}
+			if !cur.Empty() {
+				replies[i][w], _ = cur.AppendBinary(nil)
+			}
+		}
+	}
+	return nil
+}
+
+// distinctPair is two nodes of one fleet on a sketchFake, one distinct
+// rule each, on one clock.
+func distinctPair(tb testing.TB, limit float64) (a, b *DistinctCounter, now *int64) {
+	tb.Helper()
+	t0 := time.Date(2026, 11, 28, 12, 0, 10, 0, time.UTC)
+	store := newSketchFake(t0)
+	n := t0.UnixNano()
+	now = &n
+	var out [2]*DistinctCounter
+	for i := range out {
+		f, err := New(Config{Node: string(rune('a' + i)), Now: func() time.Time { return time.Unix(0, *now) }}, store, nil, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		local, err := counting.NewDistinct(counting.DistinctConfig{Period: time.Minute, Limit: limit})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if out[i], err = f.Distinct(DistinctRule{Name: "r"}, local, DistinctConfig{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return out[0], out[1], now
+}
+
+// TestDistinctAddAllocs: AddDistinct allocates nothing for a known key,
+// whether the fleet knows nothing more than this node (the fast path) or
+// its sketches are merged into the answer.
+func TestDistinctAddAllocs(t *testing.T) {
+	a, b, now := distinctPair(t, 1000)
+	for v := range uint64(40) {
+		a.AddDistinct(1, v, *now)
+		b.AddDistinct(1, v+1000, *now)
+		a.AddDistinct(2, v, *now)
+	}
+	ctx := context.Background()
+	b.f.FlushDistinct(ctx)
+	a.f.FlushDistinct(ctx)
+	if r := a.Peek(1, *now); r.Count < 70 {
+		t.Fatalf("key 1 on a after both flushed: %+v, want both nodes' 80 values", r)
+	}
+	for _, tc := range []struct {
+		name string
+		key  uint64
+	}{{"fleet adds nothing", 2}, {"merged with the fleet's", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := uint64(0)
+			if n := testing.AllocsPerRun(1000, func() {
+				a.AddDistinct(tc.key, v%40, *now)
+				v++
+			}); n != 0 {
+				t.Errorf("%v allocs per AddDistinct", n)
+			}
+		})
+	}
+}
+
+func BenchmarkDistinctAdd(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		add  func(c *DistinctCounter, key, v uint64, now int64) counting.Result
+		key  uint64
+	}{
+		{"local table", func(c *DistinctCounter, key, v uint64, now int64) counting.Result { return c.Local().Add(key, v, now) }, 2},
+		{"fleet, nothing more known", (*DistinctCounter).AddDistinct, 2},
+		{"fleet, merged", (*DistinctCounter).AddDistinct, 1},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, o, now := distinctPair(b, 1000)
+			for v := range uint64(200) {
+				c.AddDistinct(1, v, *now)
+				o.AddDistinct(1, v+1000, *now)
+				c.AddDistinct(2, v, *now)
+			}
+			o.f.FlushDistinct(context.Background())
+			c.f.FlushDistinct(context.Background())
+			b.ReportAllocs()
+			v := uint64(0)
+			for b.Loop() {
+				bc.add(c, bc.key, v%200, *now)
+				v++
+			}
+		})
+	}
+}
