@@ -49,7 +49,7 @@ type DistinctConfig struct {
 // Defaults of DistinctConfig.
 const (
 	DefaultDistinctKeys     = 1 << 17
-	DefaultDistinctPerFlush = 4096
+	DefaultDistinctPerFlush = 1024
 	// distinctRefresh: a key near its limit is read back at every flush
 	// while its last local event is within this many flush intervals.
 	distinctRefresh = 20
@@ -101,7 +101,6 @@ type dfkey struct {
 const (
 	dfTouched uint8 = 1 << iota // on its shard's touched list
 	dfAdds                      // the fleet's sketches hold values the local table did not, at the last reply
-	dfNear                      // the merged count was near the limit at the last reply
 	dfFlying                    // an op of it is in flight
 )
 
@@ -525,7 +524,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 					ref.bytes += len(b)
 				}
 			}
-			near := k.flags&dfNear != 0 && now-k.last < refresh
+			near := now-k.last < refresh && c.nearLocked(key, k, now, nodes)
 			if op.Send[0] == nil && op.Send[1] == nil && !near {
 				k.flags &^= dfTouched
 				continue
@@ -612,22 +611,33 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	c.estimateLocked(k)
 	// Only a view that holds values the local table does not needs
 	// AddDistinct to keep it (its fast path skips it otherwise).
-	k.flags &^= dfAdds | dfNear
+	k.flags &^= dfAdds
 	if !lc.Covers(&k.view[0]) || !lp.Covers(&k.view[1]) {
 		k.flags |= dfAdds
 	}
-	res := c.local.ResultOf(start, k.vcur, k.vuni, now)
-	nodes := max(int(c.f.nodes.Load()), 1)
-	if res.Count*float64(2*nodes) >= c.local.Limit() {
-		k.flags |= dfNear
-		// Read it back at the next flush while it is in use, even
-		// without new values here: the others' reach this node within
-		// one flush of reaching Redis.
-		if k.flags&dfTouched == 0 && now-k.last < distinctRefresh*int64(c.f.cfg.FlushInterval) {
-			k.flags |= dfTouched
-			sh.touched = append(sh.touched, r.key)
-		}
+	// Read it back at the next flush while it is in use and near its
+	// limit, even without new values here: the others' reach this node
+	// within one flush of reaching Redis.
+	if k.flags&dfTouched == 0 && now-k.last < distinctRefresh*int64(c.f.cfg.FlushInterval) &&
+		c.nearLocked(r.key, k, now, int(c.f.nodes.Load())) {
+		k.flags |= dfTouched
+		sh.touched = append(sh.touched, r.key)
 	}
+}
+
+// nearLocked reports whether key is near its limit at now and not over
+// it: over limit/(2 nodes), where the others' values may take it over
+// (with N nodes one of them holds at least a share 1/N of a count over
+// the limit). A key over its limit has tripped: reading it back again
+// changes nothing until its window moves.
+func (c *DistinctCounter) nearLocked(key uint64, k *dfkey, now int64, nodes int) bool {
+	var r counting.Result
+	if k.flags&dfAdds != 0 && c.local.WindowStart(now) < k.vstart+2*c.period {
+		r = c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+	} else {
+		r = c.local.Peek(key, now)
+	}
+	return !r.Exceeded && r.Count*float64(2*max(nodes, 1)) >= c.local.Limit()
 }
 
 // distinctMetrics are the distinct tier's metrics.
