@@ -468,7 +468,9 @@ func (f *Fleet) sendSketches(ctx context.Context, ss SketchStore, ep *endpoint, 
 // they were last sent, or that is near its limit: at most perFlsh; the
 // rest stay touched for the next flush.
 func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes int) ([]SketchOp, []dref) {
-	budget := c.perFlsh
+	// Writes (new values) first: a read only refreshes what the node
+	// knows, and takes at most a quarter of the flush's keys.
+	budget, reads := c.perFlsh, max(c.perFlsh/4, 1)
 	refresh := distinctRefresh * int64(c.f.cfg.FlushInterval)
 	c.pass++
 	sweep := c.pass%distinctRefresh == 0
@@ -525,9 +527,17 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 				}
 			}
 			near := now-k.last < refresh && c.nearLocked(key, k, now, nodes)
-			if op.Send[0] == nil && op.Send[1] == nil && !near {
+			write := op.Send[0] != nil || op.Send[1] != nil
+			if !write && !near {
 				k.flags &^= dfTouched
 				continue
+			}
+			if !write {
+				if reads == 0 {
+					keep = append(keep, key) // read at a later flush
+					continue
+				}
+				reads--
 			}
 			budget--
 			k.flags |= dfFlying
@@ -626,10 +636,11 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 }
 
 // nearLocked reports whether key is near its limit at now and not over
-// it: over limit/(2 nodes), where the others' values may take it over
-// (with N nodes one of them holds at least a share 1/N of a count over
-// the limit). A key over its limit has tripped: reading it back again
-// changes nothing until its window moves.
+// it: at least limit/nodes. A count over the limit spread over N nodes
+// has at least a share 1/N of it on one of them, which reads it back and
+// trips (and its mitigation reaches every node). A key over its limit
+// has tripped: reading it back again changes nothing until its window
+// moves.
 func (c *DistinctCounter) nearLocked(key uint64, k *dfkey, now int64, nodes int) bool {
 	var r counting.Result
 	if k.flags&dfAdds != 0 && c.local.WindowStart(now) < k.vstart+2*c.period {
@@ -637,7 +648,7 @@ func (c *DistinctCounter) nearLocked(key uint64, k *dfkey, now int64, nodes int)
 	} else {
 		r = c.local.Peek(key, now)
 	}
-	return !r.Exceeded && r.Count*float64(2*max(nodes, 1)) >= c.local.Limit()
+	return !r.Exceeded && r.Count*float64(max(nodes, 1)) >= c.local.Limit()
 }
 
 // distinctMetrics are the distinct tier's metrics.

@@ -171,6 +171,12 @@ func TestDistinctFleetRedisDown(t *testing.T) {
 	nodes := startDistinctNodes(t, Options{Addresses: []string{srv.Addr}}, 2, period, 10, &clock,
 		Config{Deadline: 200 * time.Millisecond, Cooldown: 50 * time.Millisecond})
 	ctx := context.Background()
+	for range 2 { // heartbeats: both nodes see two live
+		for _, n := range nodes {
+			n.f.Flush(ctx)
+		}
+		clock.Add(int64(DefaultNodeTTL))
+	}
 	srv.Kill()
 	for i := range 8 {
 		now := clock.Load()
