@@ -88,20 +88,27 @@ type dfshard struct {
 // sketches hold values the local table does not (dfAdds), the view, the
 // union of both, kept up to date by AddDistinct as the local table is.
 type dfkey struct {
-	key        uint64
+	// What every AddDistinct reads, in its first cache line.
+	key    uint64
+	last   int64     // event time of the last local Add (ns)
+	seen   int64     // when Redis last answered for it (ns); 0: never
+	rwin   int64     // the window of recent
+	recent [4]uint32 // a few values of window rwin added here, to tell repeats cheaply
+	gen    uint32    // tells this entry from a later one in the same place
+	rn     uint8
+	flags  uint8
+
 	vstart     int64              // start of view[0]'s window (unix ns); 0: none
-	view       [2]counting.Sketch // windows vstart and vstart-period
 	vcur, vuni float64            // view's estimates: its current window, both
+	view       [2]counting.Sketch // windows vstart and vstart-period
 	sent       [2]sentMark        // what was last sent of each of the two windows
-	last       int64              // event time of the last local Add (ns)
-	gen        uint32             // tells this entry from a later one in the same place
-	flags      uint8
 }
 
 const (
 	dfTouched uint8 = 1 << iota // on its shard's touched list
 	dfAdds                      // the fleet's sketches hold values the local table did not, at the last reply
 	dfFlying                    // an op of it is in flight
+	dfChanged                   // a value not in recent was added here since its last send
 )
 
 type sentMark struct {
@@ -166,15 +173,42 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	}
 	k := &sh.keys[i]
 	k.last = max(k.last, now)
-	if k.flags&dfTouched == 0 {
-		k.flags |= dfTouched
-		sh.touched = append(sh.touched, key)
+	// A repeat of a value added here lately changes no sketch: most events
+	// cost the flush nothing. Anything else may, and is looked at.
+	if ws := c.local.WindowStart(now); ws != k.rwin || !k.holdsRecent(value) {
+		if ws > k.rwin {
+			k.rwin, k.recent, k.rn = ws, [4]uint32{}, 0
+		}
+		if ws == k.rwin {
+			k.recent[k.rn&3] = recentFP(value)
+			k.rn++
+		}
+		k.flags |= dfChanged
+		c.touchLocked(sh, k)
+	} else if k.flags&dfTouched == 0 && now-k.seen >= distinctRefresh*int64(c.f.cfg.FlushInterval) {
+		c.touchLocked(sh, k) // in use, and what the fleet said of it is old: a flush sees whether to read it
 	}
 	if k.flags&dfAdds == 0 {
 		return r // the fleet knows nothing the local table does not
 	}
 	c.insertLocked(k, value, now)
 	return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+}
+
+// recentFP is a value's mark in dfkey.recent; never 0 (an empty entry).
+func recentFP(value uint64) uint32 { return uint32(value>>32) | 1 }
+
+func (k *dfkey) holdsRecent(value uint64) bool {
+	f := recentFP(value)
+	return k.recent[0] == f || k.recent[1] == f || k.recent[2] == f || k.recent[3] == f
+}
+
+// touchLocked lists k for the next flush.
+func (c *DistinctCounter) touchLocked(sh *dfshard, k *dfkey) {
+	if k.flags&dfTouched == 0 {
+		k.flags |= dfTouched
+		sh.touched = append(sh.touched, k.key)
+	}
 }
 
 // insertLocked adds value at now to k's view, moving its windows as the
@@ -359,6 +393,7 @@ type dref struct {
 	win   int64 // start of the current window when sent
 	sums  [2]sentMark
 	bytes int
+	wrote bool // Send holds a sketch (else the op only reads)
 }
 
 // FlushDistinct sends the sketches of the keys whose local values changed
@@ -499,40 +534,53 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 				keep = append(keep, sh.touched[j])
 				continue
 			}
-			var sk [2]counting.Sketch
-			start, has := c.local.Sketches(key, now, &sk[0], &sk[1])
-			if !has && k.flags&dfAdds == 0 {
-				k.flags &^= dfTouched // nothing here, nothing known: forget it
-				continue
-			}
-			if now-k.last >= 2*c.period && start-k.vstart >= 2*c.period {
+			if now-k.last >= 2*c.period {
 				// Nothing of it is left in the period: forget it.
 				c.dropLocked(sh, i)
 				continue
 			}
+			changed := k.flags&dfChanged != 0
+			near := now-k.last < refresh && c.nearLocked(key, k, now, nodes)
+			if !changed && (!near || reads == 0) {
+				if near {
+					keep = append(keep, key) // read at a later flush
+				} else {
+					k.flags &^= dfTouched
+				}
+				continue
+			}
+			start := c.local.WindowStart(now)
 			op := SketchOp{TTL: max(2*c.period/int64(time.Millisecond), 1)}
 			ref := dref{c: c, key: key, gen: k.gen, win: start}
 			for w := range 2 {
 				ws := start - int64(w)*c.period
 				op.Key[w] = c.sketchKey(key, ws)
-				ref.sums[w] = sentMark{win: ws}
-				if sk[w].Empty() {
+			}
+			if changed {
+				// What changed since the last send goes, each window whose
+				// sketch is not what was sent of it.
+				k.flags &^= dfChanged
+				var sk [2]counting.Sketch
+				c.local.Sketches(key, now, &sk[0], &sk[1])
+				for w := range 2 {
+					ref.sums[w] = sentMark{win: start - int64(w)*c.period}
+					if sk[w].Empty() {
+						continue
+					}
+					b, _ := sk[w].AppendBinary(nil)
+					ref.sums[w].sum = counting.Hash(b)
+					if c.sentFor(k, ref.sums[w].win) != ref.sums[w].sum {
+						op.Send[w] = b
+						ref.bytes += len(b)
+					}
+				}
+				ref.wrote = op.Send[0] != nil || op.Send[1] != nil
+				if !ref.wrote && !near {
+					k.flags &^= dfTouched
 					continue
 				}
-				b, _ := sk[w].AppendBinary(nil)
-				ref.sums[w].sum = counting.Hash(b)
-				if s := c.sentFor(k, ws); s != ref.sums[w].sum {
-					op.Send[w] = b
-					ref.bytes += len(b)
-				}
 			}
-			near := now-k.last < refresh && c.nearLocked(key, k, now, nodes)
-			write := op.Send[0] != nil || op.Send[1] != nil
-			if !write && !near {
-				k.flags &^= dfTouched
-				continue
-			}
-			if !write {
+			if !ref.wrote {
 				if reads == 0 {
 					keep = append(keep, key) // read at a later flush
 					continue
@@ -598,13 +646,15 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	k := &sh.keys[i]
 	k.flags &^= dfFlying
 	if !ok {
-		if k.flags&dfTouched == 0 {
-			k.flags |= dfTouched
-			sh.touched = append(sh.touched, r.key)
+		if r.wrote {
+			k.flags |= dfChanged // to be sent again
 		}
+		c.touchLocked(sh, k)
 		return
 	}
-	k.sent = r.sums
+	if r.wrote {
+		k.sent = r.sums
+	}
 	// The view is the union of the local windows now and the fleet's as
 	// Redis answered (the local window may have moved since the send).
 	now := max(c.f.cfg.Now().UnixNano(), k.last)
@@ -628,10 +678,10 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	// Read it back at the next flush while it is in use and near its
 	// limit, even without new values here: the others' reach this node
 	// within one flush of reaching Redis.
+	k.seen = now
 	if k.flags&dfTouched == 0 && now-k.last < distinctRefresh*int64(c.f.cfg.FlushInterval) &&
 		c.nearLocked(r.key, k, now, int(c.f.nodes.Load())) {
-		k.flags |= dfTouched
-		sh.touched = append(sh.touched, r.key)
+		c.touchLocked(sh, k)
 	}
 }
 

@@ -136,3 +136,53 @@ func BenchmarkDistinctAdd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDistinctAddMany: 10,000 clients with two values each, and 16
+// sites counting distinct clients, as bench/fleetbench's distinct run,
+// with flushes to an in-process store every 50 ms.
+func BenchmarkDistinctAddMany(b *testing.B) {
+	const distinctBenchKeys = 10_000
+	for _, fleet := range []bool{false, true} {
+		b.Run(map[bool]string{false: "local", true: "fleet"}[fleet], func(b *testing.B) {
+			ua, o, now := distinctPair(b, 5)
+			pr, _, _ := distinctPair(b, 1000)
+			for k := range uint64(distinctBenchKeys) {
+				o.AddDistinct(k, k<<1, *now)
+			}
+			o.f.FlushDistinct(context.Background())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				tk := time.NewTicker(50 * time.Millisecond)
+				defer tk.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-tk.C:
+						ua.f.FlushDistinct(ctx)
+						pr.f.FlushDistinct(ctx)
+					}
+				}
+			}()
+			b.ReportAllocs()
+			r := uint64(1)
+			for b.Loop() {
+				r = r*6364136223846793005 + 1442695040888963407
+				k := (r >> 33) % distinctBenchKeys
+				v := k<<1 | r>>63
+				if fleet {
+					ua.AddDistinct(k, v, *now)
+					pr.AddDistinct(k%16, k, *now)
+				} else {
+					ua.Local().Add(k, v, *now)
+					pr.Local().Add(k%16, k, *now)
+				}
+			}
+			cancel()
+			<-done
+		})
+	}
+}
+
