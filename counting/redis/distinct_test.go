@@ -185,4 +185,3 @@ func BenchmarkDistinctAddMany(b *testing.B) {
 		})
 	}
 }
-
