@@ -175,7 +175,8 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	k.last = max(k.last, now)
 	// A repeat of a value added here lately changes no sketch: most events
 	// cost the flush nothing. Anything else may, and is looked at.
-	if ws := c.local.WindowStart(now); ws != k.rwin || !k.holdsRecent(value) {
+	ws := c.local.WindowStart(now)
+	if ws != k.rwin || !k.holdsRecent(value) {
 		if ws > k.rwin {
 			k.rwin, k.recent, k.rn = ws, [4]uint32{}, 0
 		}
@@ -191,7 +192,7 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	if k.flags&dfAdds == 0 {
 		return r // the fleet knows nothing the local table does not
 	}
-	c.insertLocked(k, value, now)
+	c.insertLocked(k, value, ws)
 	return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
 }
 
@@ -211,10 +212,9 @@ func (c *DistinctCounter) touchLocked(sh *dfshard, k *dfkey) {
 	}
 }
 
-// insertLocked adds value at now to k's view, moving its windows as the
-// local table does.
-func (c *DistinctCounter) insertLocked(k *dfkey, value uint64, now int64) {
-	ws := c.local.WindowStart(now)
+// insertLocked adds value to k's view in the window starting at ws,
+// moving its windows as the local table does.
+func (c *DistinctCounter) insertLocked(k *dfkey, value uint64, ws int64) {
 	w := 0
 	switch {
 	case ws == k.vstart:
@@ -503,9 +503,11 @@ func (f *Fleet) sendSketches(ctx context.Context, ss SketchStore, ep *endpoint, 
 // they were last sent, or that is near its limit: at most perFlsh; the
 // rest stay touched for the next flush.
 func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes int) ([]SketchOp, []dref) {
-	// Writes (new values) first: a read only refreshes what the node
-	// knows, and takes at most a quarter of the flush's keys.
-	budget, reads := c.perFlsh, max(c.perFlsh/4, 1)
+	// Writes (new values) first: a write reads the merged sketch back
+	// too, and a node with new values is the one that trips. A read only
+	// refreshes a node that has none, and takes at most an eighth of the
+	// flush's keys.
+	budget, reads := c.perFlsh, max(c.perFlsh/8, 1)
 	refresh := distinctRefresh * int64(c.f.cfg.FlushInterval)
 	c.pass++
 	sweep := c.pass%distinctRefresh == 0
