@@ -196,8 +196,9 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
 }
 
-// recentFP is a value's mark in dfkey.recent; never 0 (an empty entry).
-func recentFP(value uint64) uint32 { return uint32(value>>32) | 1 }
+// recentFP is a value's mark in dfkey.recent, from all its bits (a
+// caller's values need not be hashes); never 0 (an empty entry).
+func recentFP(value uint64) uint32 { return uint32(value*0x9e3779b97f4a7c15>>32) | 1 }
 
 func (k *dfkey) holdsRecent(value uint64) bool {
 	f := recentFP(value)

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func distinctPair(tb testing.TB, limit float64) (a, b *DistinctCounter, now *int
 	now = &n
 	var out [2]*DistinctCounter
 	for i := range out {
-		f, err := New(Config{Node: string(rune('a' + i)), Now: func() time.Time { return time.Unix(0, *now) }}, store, nil, nil)
+		f, err := New(Config{Node: string(rune('a' + i)), Deadline: 5 * time.Second, Now: func() time.Time { return time.Unix(0, *now) }}, store, nil, nil)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -183,5 +184,63 @@ func BenchmarkDistinctAddMany(b *testing.B) {
 			cancel()
 			<-done
 		})
+	}
+}
+
+// TestDistinctConcurrent: AddDistinct from several goroutines on two
+// nodes while both flush (run with -race). Once all is flushed, the
+// fleet's sketch of each key is the one-node sketch of every value, and
+// each node's answer lies between its own count and that.
+func TestDistinctConcurrent(t *testing.T) {
+	a, b, now := distinctPair(t, 1e6)
+	ctx := context.Background()
+	var stop atomic.Bool // not a cancelled context: a flush cut short is a failure for the breaker
+	var flushes sync.WaitGroup
+	for _, c := range []*DistinctCounter{a, b} {
+		flushes.Add(1)
+		go func() {
+			defer flushes.Done()
+			for !stop.Load() {
+				c.f.FlushDistinct(ctx)
+			}
+		}()
+	}
+	var adds sync.WaitGroup
+	for g := range 4 {
+		adds.Add(1)
+		go func() {
+			defer adds.Done()
+			c := []*DistinctCounter{a, b}[g%2]
+			for i := range uint64(3000) {
+				c.AddDistinct(i%7+1, uint64(g)<<32|i, *now)
+			}
+		}()
+	}
+	adds.Wait()
+	stop.Store(true)
+	flushes.Wait()
+	a.f.FlushDistinct(ctx)
+	b.f.FlushDistinct(ctx)
+	one, _ := counting.NewDistinct(counting.DistinctConfig{Period: time.Minute, Limit: 1e6})
+	for g := range 4 {
+		for i := range uint64(3000) {
+			one.Add(i%7+1, uint64(g)<<32|i, *now)
+		}
+	}
+	store := a.f.store.(*sketchFake)
+	for k := uint64(1); k <= 7; k++ {
+		var want, prev counting.Sketch
+		start, _ := one.Sketches(k, *now, &want, &prev)
+		store.smu.Lock()
+		got := store.m[a.sketchKey(k, start)]
+		store.smu.Unlock()
+		if !got.Covers(&want) || !want.Covers(&got) {
+			t.Errorf("key %d: the fleet's sketch %v, one node's %v", k, got.Estimate(), want.Estimate())
+		}
+		for i, c := range []*DistinctCounter{a, b} {
+			if r, own := c.Peek(k, *now), c.Local().Peek(k, *now); r.Count < own.Count || r.Count > want.Estimate()+1e-3 {
+				t.Errorf("key %d node %d: %v, not between its own %v and the fleet's %v", k, i, r.Count, own.Count, want.Estimate())
+			}
+		}
 	}
 }
