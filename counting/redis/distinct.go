@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -21,12 +22,12 @@ import (
 // one script per key merges it into the fleet's sketch of that window
 // (a union of fingerprints, a maximum of registers: idempotent, so a
 // retried merge counts nothing twice) and answers with the merged sketch.
-// The node keeps the fleet's sketches of the key's two windows, and a
-// key's result is then the estimate of the union of its local and fleet
-// sketches: what one node that saw every node's events would answer, a
-// flush interval late. Keys near their limit are read back at each flush
-// while they are in use, even without new values here, so every node
-// learns of the others' within one flush.
+// When the fleet's sketches hold values the local ones do not, the node
+// keeps the union of both (the key's view) and adds each new value to it:
+// the key's result is then what one node that saw every node's events
+// would answer, a flush interval late. Keys near their limit are read
+// back at each flush while they are in use, even without new values
+// here.
 
 // DistinctRule is one distinct rule of the fleet: it names the rule in
 // Redis keys ("guardd:{<name>:<key>}:d<window>").
@@ -36,13 +37,14 @@ type DistinctRule struct {
 
 // DistinctConfig bounds a DistinctCounter. Zero values mean defaults.
 type DistinctConfig struct {
-	// MaxKeys caps the keys whose fleet sketches the node keeps (about
-	// 300 bytes each); 0 means DefaultDistinctKeys. Beyond it, the least
+	// MaxKeys caps the keys whose fleet state the node keeps (about 400
+	// bytes each); 0 means DefaultDistinctKeys. Beyond it, the least
 	// recently used key of a shard (sampled) is dropped and answers from
 	// local counts until it is shared again.
 	MaxKeys int
-	// MaxPerFlush caps the keys one flush sends or reads per rule; 0 means
-	// DefaultDistinctPerFlush. Keys beyond wait for the next flush.
+	// MaxPerFlush caps the keys one flush sends or reads per rule (reads
+	// at most an eighth of it); 0 means DefaultDistinctPerFlush. Keys
+	// beyond wait for the next flush.
 	MaxPerFlush int
 }
 
@@ -70,7 +72,7 @@ type DistinctCounter struct {
 	period  int64
 	perSh   int
 	perFlsh int
-	pass    uint64 // collect passes; only the flush loop touches it
+	pass    atomic.Uint64 // collect passes
 	shards  [distinctShards]dfshard
 }
 
@@ -510,8 +512,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 	// flush's keys.
 	budget, reads := c.perFlsh, max(c.perFlsh/8, 1)
 	refresh := distinctRefresh * int64(c.f.cfg.FlushInterval)
-	c.pass++
-	sweep := c.pass%distinctRefresh == 0
+	sweep := c.pass.Add(1)%distinctRefresh == 0
 	for si := range c.shards {
 		sh := &c.shards[si]
 		sh.mu.Lock()
