@@ -80,17 +80,20 @@ type dfshard struct {
 	mu      sync.Mutex
 	index   map[uint64]int32 // key -> index in keys
 	keys    []dfkey
+	views   []dfview // at the index of the key in keys
 	free    []int32
 	touched []uint64 // keys to look at in the next flush, each once
 	rng     uint64
 	_       [64]byte
 }
 
-// dfkey is what the node knows of one key fleet-wide: while the fleet's
-// sketches hold values the local table does not (dfAdds), the view, the
-// union of both, kept up to date by AddDistinct as the local table is.
+// dfkey is what every AddDistinct reads of one key (56 bytes, a cache
+// line with its neighbour's start); dfview, at the same index, what the
+// node knows of the key fleet-wide: while the fleet's sketches hold
+// values the local table does not (dfAdds), the view, the union of both,
+// kept up to date by AddDistinct as the local table is. Only those keys'
+// AddDistinct reads it.
 type dfkey struct {
-	// What every AddDistinct reads, in its first cache line.
 	key    uint64
 	last   int64     // event time of the last local Add (ns)
 	seen   int64     // when Redis last answered for it (ns); 0: never
@@ -99,7 +102,9 @@ type dfkey struct {
 	gen    uint32    // tells this entry from a later one in the same place
 	rn     uint8
 	flags  uint8
+}
 
+type dfview struct {
 	vstart     int64              // start of view[0]'s window (unix ns); 0: none
 	vcur, vuni float64            // view's estimates: its current window, both
 	view       [2]counting.Sketch // windows vstart and vstart-period
@@ -194,8 +199,9 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	if k.flags&dfAdds == 0 {
 		return r // the fleet knows nothing the local table does not
 	}
-	c.insertLocked(k, value, ws)
-	return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+	v := &sh.views[i]
+	c.insertLocked(k, v, value, ws)
+	return c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 }
 
 // recentFP is a value's mark in dfkey.recent, from all its bits (a
@@ -217,31 +223,31 @@ func (c *DistinctCounter) touchLocked(sh *dfshard, k *dfkey) {
 
 // insertLocked adds value to k's view in the window starting at ws,
 // moving its windows as the local table does.
-func (c *DistinctCounter) insertLocked(k *dfkey, value uint64, ws int64) {
+func (c *DistinctCounter) insertLocked(k *dfkey, v *dfview, value uint64, ws int64) {
 	w := 0
 	switch {
-	case ws == k.vstart:
-	case ws == k.vstart-c.period:
+	case ws == v.vstart:
+	case ws == v.vstart-c.period:
 		w = 1 // a late event, in the previous window
-	case ws < k.vstart:
+	case ws < v.vstart:
 		return // older than both windows: the local table ignores it too
-	case ws == k.vstart+c.period:
-		k.view[1], k.view[0], k.vstart = k.view[0], counting.Sketch{}, ws
-		c.estimateLocked(k)
+	case ws == v.vstart+c.period:
+		v.view[1], v.view[0], v.vstart = v.view[0], counting.Sketch{}, ws
+		v.estimate()
 	default:
 		// Nothing of the view is left in the period: the local table
 		// says it all until the fleet answers again.
-		k.view, k.vstart, k.vcur, k.vuni = [2]counting.Sketch{}, ws, 0, 0
+		v.view, v.vstart, v.vcur, v.vuni = [2]counting.Sketch{}, ws, 0, 0
 		k.flags &^= dfAdds
 		return
 	}
-	if k.view[w].Insert(value) {
-		c.estimateLocked(k)
+	if v.view[w].Insert(value) {
+		v.estimate()
 	}
 }
 
-func (c *DistinctCounter) estimateLocked(k *dfkey) {
-	k.vcur, k.vuni = k.view[0].Estimate(), k.view[0].UnionEstimate(&k.view[1])
+func (v *dfview) estimate() {
+	v.vcur, v.vuni = v.view[0].Estimate(), v.view[0].UnionEstimate(&v.view[1])
 }
 
 // Peek returns key's fleet-wide estimate at now without recording
@@ -254,9 +260,9 @@ func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if i, ok := sh.index[key]; ok && sh.keys[i].flags&dfAdds != 0 {
-		k := &sh.keys[i]
-		if c.local.WindowStart(now) < k.vstart+2*c.period {
-			return c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+		v := &sh.views[i]
+		if c.local.WindowStart(now) < v.vstart+2*c.period {
+			return c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 		}
 	}
 	return c.local.Peek(key, now)
@@ -272,11 +278,11 @@ func (c *DistinctCounter) newKeyLocked(sh *dfshard, key uint64) int32 {
 	if n := len(sh.free); n > 0 {
 		i, sh.free = sh.free[n-1], sh.free[:n-1]
 	} else {
-		sh.keys = append(sh.keys, dfkey{})
+		sh.keys, sh.views = append(sh.keys, dfkey{}), append(sh.views, dfview{})
 		i = int32(len(sh.keys) - 1)
 	}
 	gen := sh.keys[i].gen + 1
-	sh.keys[i] = dfkey{key: key, gen: gen}
+	sh.keys[i], sh.views[i] = dfkey{key: key, gen: gen}, dfview{}
 	sh.index[key] = i
 	return i
 }
@@ -310,7 +316,7 @@ func (c *DistinctCounter) evictLocked(sh *dfshard) {
 func (c *DistinctCounter) dropLocked(sh *dfshard, i int32) {
 	delete(sh.index, sh.keys[i].key)
 	gen := sh.keys[i].gen
-	sh.keys[i] = dfkey{gen: gen}
+	sh.keys[i], sh.views[i] = dfkey{gen: gen}, dfview{}
 	sh.free = append(sh.free, i)
 }
 
@@ -530,7 +536,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 			if !ok {
 				continue
 			}
-			k := &sh.keys[i]
+			k, v := &sh.keys[i], &sh.views[i]
 			if budget == 0 || k.flags&dfFlying != 0 {
 				if budget == 0 && k.flags&dfFlying == 0 {
 					c.f.dist.met.deferred.Inc()
@@ -544,7 +550,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 				continue
 			}
 			changed := k.flags&dfChanged != 0
-			near := now-k.last < refresh && c.nearLocked(key, k, now, nodes)
+			near := now-k.last < refresh && c.nearLocked(key, k, v, now, nodes)
 			if !changed && (!near || reads == 0) {
 				if near {
 					keep = append(keep, key) // read at a later flush
@@ -573,7 +579,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 					}
 					b, _ := sk[w].AppendBinary(nil)
 					ref.sums[w].sum = counting.Hash(b)
-					if c.sentFor(k, ref.sums[w].win) != ref.sums[w].sum {
+					if v.sentFor(ref.sums[w].win) != ref.sums[w].sum {
 						op.Send[w] = b
 						ref.bytes += len(b)
 					}
@@ -607,9 +613,9 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 	return ops, refs
 }
 
-// sentFor returns the sum of what was last sent of window ws of k.
-func (c *DistinctCounter) sentFor(k *dfkey, ws int64) uint64 {
-	for _, s := range k.sent {
+// sentFor returns the sum of what was last sent of window ws.
+func (v *dfview) sentFor(ws int64) uint64 {
+	for _, s := range v.sent {
 		if s.win == ws {
 			return s.sum
 		}
@@ -647,7 +653,7 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	if !found || sh.keys[i].gen != r.gen {
 		return // forgotten meanwhile
 	}
-	k := &sh.keys[i]
+	k, v := &sh.keys[i], &sh.views[i]
 	k.flags &^= dfFlying
 	if !ok {
 		if r.wrote {
@@ -657,26 +663,26 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 		return
 	}
 	if r.wrote {
-		k.sent = r.sums
+		v.sent = r.sums
 	}
 	// The view is the union of the local windows now and the fleet's as
 	// Redis answered (the local window may have moved since the send).
 	now := max(c.f.cfg.Now().UnixNano(), k.last)
 	var lc, lp counting.Sketch
 	start, _ := c.local.Sketches(r.key, now, &lc, &lp)
-	k.view, k.vstart = [2]counting.Sketch{lc, lp}, start
+	v.view, v.vstart = [2]counting.Sketch{lc, lp}, start
 	switch start {
 	case r.win:
-		k.view[0].Union(&fl[0])
-		k.view[1].Union(&fl[1])
+		v.view[0].Union(&fl[0])
+		v.view[1].Union(&fl[1])
 	case r.win + c.period:
-		k.view[1].Union(&fl[0])
+		v.view[1].Union(&fl[0])
 	}
-	c.estimateLocked(k)
+	v.estimate()
 	// Only a view that holds values the local table does not needs
 	// AddDistinct to keep it (its fast path skips it otherwise).
 	k.flags &^= dfAdds
-	if !lc.Covers(&k.view[0]) || !lp.Covers(&k.view[1]) {
+	if !lc.Covers(&v.view[0]) || !lp.Covers(&v.view[1]) {
 		k.flags |= dfAdds
 	}
 	// Read it back at the next flush while it is in use and near its
@@ -684,7 +690,7 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	// within one flush of reaching Redis.
 	k.seen = now
 	if k.flags&dfTouched == 0 && now-k.last < distinctRefresh*int64(c.f.cfg.FlushInterval) &&
-		c.nearLocked(r.key, k, now, int(c.f.nodes.Load())) {
+		c.nearLocked(r.key, k, v, now, int(c.f.nodes.Load())) {
 		c.touchLocked(sh, k)
 	}
 }
@@ -695,10 +701,10 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 // trips (and its mitigation reaches every node). A key over its limit
 // has tripped: reading it back again changes nothing until its window
 // moves.
-func (c *DistinctCounter) nearLocked(key uint64, k *dfkey, now int64, nodes int) bool {
+func (c *DistinctCounter) nearLocked(key uint64, k *dfkey, v *dfview, now int64, nodes int) bool {
 	var r counting.Result
-	if k.flags&dfAdds != 0 && c.local.WindowStart(now) < k.vstart+2*c.period {
-		r = c.local.ResultOf(k.vstart, k.vcur, k.vuni, now)
+	if k.flags&dfAdds != 0 && c.local.WindowStart(now) < v.vstart+2*c.period {
+		r = c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 	} else {
 		r = c.local.Peek(key, now)
 	}
