@@ -78,17 +78,17 @@ type DistinctCounter struct {
 
 type dfshard struct {
 	mu      sync.Mutex
-	index   map[uint64]int32 // key -> index in keys
-	keys    []dfkey
-	views   []dfview // at the index of the key in keys
-	free    []int32
+	slots   []dfkey  // distinct_keys.go
+	n       int      // keys in slots
+	views   []dfview // at each slot's vi, stable
+	vfree   []int32
 	touched []uint64 // keys to look at in the next flush, each once
 	rng     uint64
 	_       [64]byte
 }
 
-// dfkey is what every AddDistinct reads of one key (56 bytes, a cache
-// line with its neighbour's start); dfview, at the same index, what the
+// dfkey is what every AddDistinct reads of one key (56 bytes, a slot of
+// the shard's table); dfview, at its index vi, what the
 // node knows of the key fleet-wide: while the fleet's sketches hold
 // values the local table does not (dfAdds), the view, the union of both,
 // kept up to date by AddDistinct as the local table is. Only those keys'
@@ -99,12 +99,13 @@ type dfkey struct {
 	seen   int64     // when Redis last answered for it (ns); 0: never
 	rwin   int64     // the window of recent
 	recent [4]uint32 // a few values of window rwin added here, to tell repeats cheaply
-	gen    uint32    // tells this entry from a later one in the same place
+	vi     int32     // index of the key's dfview
 	rn     uint8
 	flags  uint8
 }
 
 type dfview struct {
+	gen        uint32             // tells this key's view from a later one in the same place
 	vstart     int64              // start of view[0]'s window (unix ns); 0: none
 	vcur, vuni float64            // view's estimates: its current window, both
 	view       [2]counting.Sketch // windows vstart and vstart-period
@@ -146,7 +147,6 @@ func (f *Fleet) Distinct(r DistinctRule, local *counting.Distinct, cfg DistinctC
 	c := &DistinctCounter{f: f, rule: r, local: local, prefix: "guardd:{" + r.Name + ":", period: local.Period(),
 		perSh: max(cfg.MaxKeys/distinctShards, 1), perFlsh: cfg.MaxPerFlush}
 	for i := range c.shards {
-		c.shards[i].index = make(map[uint64]int32)
 		c.shards[i].rng = uint64(i)*zeroKey + 1
 	}
 	f.dist.mu.Lock()
@@ -174,11 +174,11 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	sh := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	i, ok := sh.index[key]
+	i, ok := sh.findLocked(key)
 	if !ok {
 		i = c.newKeyLocked(sh, key)
 	}
-	k := &sh.keys[i]
+	k := &sh.slots[i]
 	k.last = max(k.last, now)
 	// A repeat of a value added here lately changes no sketch: most events
 	// cost the flush nothing. Anything else may, and is looked at.
@@ -199,7 +199,7 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 	if k.flags&dfAdds == 0 {
 		return r // the fleet knows nothing the local table does not
 	}
-	v := &sh.views[i]
+	v := &sh.views[k.vi]
 	c.insertLocked(k, v, value, ws)
 	return c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 }
@@ -259,8 +259,8 @@ func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
 	sh := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if i, ok := sh.index[key]; ok && sh.keys[i].flags&dfAdds != 0 {
-		v := &sh.views[i]
+	if i, ok := sh.findLocked(key); ok && sh.slots[i].flags&dfAdds != 0 {
+		v := &sh.views[sh.slots[i].vi]
 		if c.local.WindowStart(now) < v.vstart+2*c.period {
 			return c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 		}
@@ -269,55 +269,30 @@ func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
 }
 
 // newKeyLocked makes key's entry, dropping a sampled least recently used
-// one when the shard is full.
-func (c *DistinctCounter) newKeyLocked(sh *dfshard, key uint64) int32 {
-	if len(sh.index) >= c.perSh {
+// one when the shard is full, and returns its slot.
+func (c *DistinctCounter) newKeyLocked(sh *dfshard, key uint64) int {
+	if sh.n >= c.perSh {
 		c.evictLocked(sh)
 	}
-	var i int32
-	if n := len(sh.free); n > 0 {
-		i, sh.free = sh.free[n-1], sh.free[:n-1]
-	} else {
-		sh.keys, sh.views = append(sh.keys, dfkey{}), append(sh.views, dfview{})
-		i = int32(len(sh.keys) - 1)
-	}
-	gen := sh.keys[i].gen + 1
-	sh.keys[i], sh.views[i] = dfkey{key: key, gen: gen}, dfview{}
-	sh.index[key] = i
-	return i
+	return sh.insertLocked(key)
 }
 
 // evictLocked drops the least recently used of a few sampled keys.
 func (c *DistinctCounter) evictLocked(sh *dfshard) {
-	victim, oldest := int32(-1), int64(0)
-	for s := 0; s < 5 && len(sh.keys) > 0; s++ {
+	victim, oldest := -1, int64(0)
+	mask := len(sh.slots) - 1
+	for s := 0; s < 5; s++ {
 		sh.rng = sh.rng*6364136223846793005 + 1442695040888963407
-		i := int32((sh.rng >> 33) % uint64(len(sh.keys)))
-		if k := &sh.keys[i]; k.key != 0 && (victim < 0 || k.last < oldest) {
+		i := int(sh.rng>>33) & mask
+		for sh.slots[i].key == 0 { // a full shard has keys
+			i = (i + 1) & mask
+		}
+		if k := &sh.slots[i]; victim < 0 || k.last < oldest {
 			victim, oldest = i, k.last
 		}
 	}
-	if victim < 0 {
-		for i := range sh.keys {
-			if sh.keys[i].key != 0 {
-				victim = int32(i)
-				break
-			}
-		}
-	}
-	if victim >= 0 {
-		c.dropLocked(sh, victim)
-		c.f.dist.met.evicted.Inc()
-	}
-}
-
-// dropLocked forgets entry i (its key may still be on the touched list:
-// the flush finds no entry and skips it).
-func (c *DistinctCounter) dropLocked(sh *dfshard, i int32) {
-	delete(sh.index, sh.keys[i].key)
-	gen := sh.keys[i].gen
-	sh.keys[i], sh.views[i] = dfkey{gen: gen}, dfview{}
-	sh.free = append(sh.free, i)
+	sh.deleteLocked(victim)
+	c.f.dist.met.evicted.Inc()
 }
 
 // Len returns the keys whose fleet state the node keeps.
@@ -326,7 +301,7 @@ func (c *DistinctCounter) Len() int {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		n += len(sh.index)
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n
@@ -524,19 +499,22 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 		sh.mu.Lock()
 		if sweep {
 			// Keys idle for two periods have nothing left in the period.
-			for i := range sh.keys {
-				if k := &sh.keys[i]; k.key != 0 && k.flags&(dfTouched|dfFlying) == 0 && now-k.last >= 2*c.period {
-					c.dropLocked(sh, int32(i))
+			for i := 0; i < len(sh.slots); {
+				if k := &sh.slots[i]; k.key != 0 && k.flags&(dfTouched|dfFlying) == 0 && now-k.last >= 2*c.period {
+					sh.deleteLocked(i) // slot i now holds the next of its run: look again
+					continue
 				}
+				i++
 			}
 		}
 		keep := sh.touched[:0]
 		for j, key := range sh.touched {
-			i, ok := sh.index[key]
+			i, ok := sh.findLocked(key)
 			if !ok {
 				continue
 			}
-			k, v := &sh.keys[i], &sh.views[i]
+			k := &sh.slots[i]
+			v := &sh.views[k.vi]
 			if budget == 0 || k.flags&dfFlying != 0 {
 				if budget == 0 && k.flags&dfFlying == 0 {
 					c.f.dist.met.deferred.Inc()
@@ -546,7 +524,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 			}
 			if now-k.last >= 2*c.period {
 				// Nothing of it is left in the period: forget it.
-				c.dropLocked(sh, i)
+				sh.deleteLocked(i)
 				continue
 			}
 			changed := k.flags&dfChanged != 0
@@ -561,7 +539,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 			}
 			start := c.local.WindowStart(now)
 			op := SketchOp{TTL: max(2*c.period/int64(time.Millisecond), 1)}
-			ref := dref{c: c, key: key, gen: k.gen, win: start}
+			ref := dref{c: c, key: key, gen: v.gen, win: start}
 			for w := range 2 {
 				ws := start - int64(w)*c.period
 				op.Key[w] = c.sketchKey(key, ws)
@@ -649,11 +627,12 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	sh := c.shardOf(r.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	i, found := sh.index[r.key]
-	if !found || sh.keys[i].gen != r.gen {
+	i, found := sh.findLocked(r.key)
+	if !found || sh.views[sh.slots[i].vi].gen != r.gen {
 		return // forgotten meanwhile
 	}
-	k, v := &sh.keys[i], &sh.views[i]
+	k := &sh.slots[i]
+	v := &sh.views[k.vi]
 	k.flags &^= dfFlying
 	if !ok {
 		if r.wrote {

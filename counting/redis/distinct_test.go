@@ -244,3 +244,70 @@ func TestDistinctConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctKeysTable: a shard's open-addressing table against a map,
+// through inserts, deletes (backward shift) and growth; every view index
+// stays owned by one key.
+func TestDistinctKeysTable(t *testing.T) {
+	var sh dfshard
+	ref := map[uint64]int64{}
+	r := uint64(7)
+	for step := range 20_000 {
+		r = r*6364136223846793005 + 1442695040888963407
+		key := r>>54 + 1 // 1024 keys: inserts and deletes meet
+		i, ok := sh.findLocked(key)
+		if _, want := ref[key]; ok != want {
+			t.Fatalf("step %d: key %d found %v, want %v", step, key, ok, want)
+		}
+		switch {
+		case !ok:
+			i = sh.insertLocked(key)
+			sh.slots[i].last = int64(step)
+			ref[key] = int64(step)
+		case r&1 == 0:
+			sh.deleteLocked(i)
+			delete(ref, key)
+		default:
+			if sh.slots[i].last != ref[key] {
+				t.Fatalf("step %d: key %d holds %d, want %d", step, key, sh.slots[i].last, ref[key])
+			}
+		}
+	}
+	if sh.n != len(ref) {
+		t.Fatalf("%d keys, want %d", sh.n, len(ref))
+	}
+	owners := map[int32]uint64{}
+	for _, k := range sh.slots {
+		if k.key == 0 {
+			continue
+		}
+		if o, dup := owners[k.vi]; dup {
+			t.Fatalf("view %d held by keys %d and %d", k.vi, o, k.key)
+		}
+		owners[k.vi] = k.key
+	}
+}
+
+// TestDistinctEviction: past MaxKeys a shard drops a key, which answers
+// from the local table; the counter stays at its cap.
+func TestDistinctEviction(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 10, 0, time.UTC)
+	f, err := New(Config{Node: "a", Now: func() time.Time { return t0 }}, newSketchFake(t0), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _ := counting.NewDistinct(counting.DistinctConfig{Period: time.Minute, Limit: 3})
+	c, err := f.Distinct(DistinctRule{Name: "r"}, local, DistinctConfig{MaxKeys: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range uint64(1000) {
+		if r := c.AddDistinct(k+1, k, t0.UnixNano()+int64(k)); r.Count != 1 {
+			t.Fatalf("key %d: %+v", k+1, r)
+		}
+	}
+	if n := c.Len(); n > 64 {
+		t.Errorf("%d keys kept, cap 64", n)
+	}
+	f.FlushDistinct(context.Background())
+}
