@@ -44,30 +44,53 @@ mitigate if input.http.path == "/join_form"
 // redis-server; a campaign of six addresses posts to one form, each
 // address to one node only, so that no node sees more than two addresses
 // (the rule's limit). One node that saw them all would trip at the third;
-// the fleet trips too, and every node then blocks the form for an address
-// it has never seen.
+// the fleet trips too, and every node then refuses the form to an
+// address it has never seen. Once with a test rule, once with the
+// built-in form_campaign (distinct addresses per host and form path).
 func TestDaemonFleetDistinct(t *testing.T) {
 	srv := redistest.Start(t, 0)
+	for _, tc := range []struct {
+		name, rule string
+		rules      string // the rules section
+		logFormat  string // "" for combined
+	}{
+		{name: "test rule", rule: "test_campaign", rules: "{disable_builtin: true, dirs: [%q]}"},
+		{name: "built-in form_campaign", rule: "form_campaign", rules: "{dirs: [%q]}",
+			logFormat: `'$remote_addr - - [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" "$host"'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.Cmd("FLUSHALL")
+			testFleetCampaign(t, srv, tc.rule, tc.rules, tc.logFormat)
+		})
+	}
+}
+
+func testFleetCampaign(t *testing.T, srv *redistest.Server, rule, rulesSection, logFormat string) {
 	type node struct{ log, decide string }
 	var nodes []*node
 	for i := range 3 {
 		dir := t.TempDir()
 		rules := filepath.Join(dir, "rules")
 		os.MkdirAll(rules, 0o755)
-		if err := os.WriteFile(filepath.Join(rules, "campaign.rego"), []byte(campaignRule), 0o644); err != nil {
-			t.Fatal(err)
+		if rule == "test_campaign" {
+			if err := os.WriteFile(filepath.Join(rules, "campaign.rego"), []byte(campaignRule), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		n := &node{log: filepath.Join(dir, "access.log"), decide: "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))}
 		os.WriteFile(n.log, nil, 0o644)
 		cfg := fmt.Sprintf(`sources: {nginx: {paths: [%q], poll_interval: 20ms, from_start: true}}
 decision: {listen: %q}
 admin: {listen: 127.0.0.1:0}
-rules: {disable_builtin: true, dirs: [%q]}
+rules: `+rulesSection+`
 mitigation: {state_dir: %q}
 fleet:
   node: edge-%d
   redis: {addresses: [%q]}
 `, n.log, n.decide, rules, filepath.Join(dir, "state"), i+1, srv.Addr)
+		if logFormat != "" {
+			cfg += "log: {format: " + logFormat + "}\n"
+		}
 		conf := filepath.Join(dir, "guardd.yaml")
 		if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
@@ -102,6 +125,7 @@ fleet:
 		req.Header.Set("X-Real-IP", ip)
 		req.Header.Set("X-Original-Method", "POST")
 		req.Header.Set("X-Original-URI", "/join_form")
+		req.Host = "shop.example"
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, ""
@@ -127,19 +151,23 @@ fleet:
 			t.Fatal(err)
 		}
 		defer f.Close()
-		fmt.Fprintf(f, "%s - - [%s] \"POST /join_form HTTP/1.1\" 200 12 \"-\" \"spam/1.0\"\n", ip, time.Now().Format("02/Jan/2006:15:04:05 -0700"))
+		line := fmt.Sprintf("%s - - [%s] \"POST /join_form HTTP/1.1\" 200 12 \"-\" \"spam/1.0\"", ip, time.Now().Format("02/Jan/2006:15:04:05 -0700"))
+		if logFormat != "" {
+			line += ` "shop.example"`
+		}
+		fmt.Fprintln(f, line)
 	}
 	// Six addresses, two per node; each posts again and again to its one
 	// node, as a campaign does, until every node blocks the form.
 	addrs := []string{"198.51.100.10", "198.51.100.11", "198.51.100.12", "2001:db8::13", "2001:db8::14", "2001:db8::15"}
 	rounds := 0
-	redistest.WaitFor(t, 30*time.Second, "every node to block the campaign's form for a new address", func() bool {
+	redistest.WaitFor(t, 30*time.Second, "every node to refuse the campaign's form to a new address", func() bool {
 		rounds++
 		for i, a := range addrs {
 			appendLine(nodes[i%3], a)
 		}
 		for i, n := range nodes {
-			if c, dec := decide(n, "203.0.113.99"); c != http.StatusUnauthorized || !strings.HasPrefix(dec, "block;") || !strings.Contains(dec, "rule=test_campaign") {
+			if c, dec := decide(n, "203.0.113.99"); c != http.StatusUnauthorized || !strings.Contains(dec, "rule="+rule) {
 				if rounds%50 == 0 {
 					t.Logf("round %d: edge-%d answers %d %q", rounds, i+1, c, dec)
 				}
