@@ -285,3 +285,14 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 	}
 	return nil
 }
+
+// DistinctTables returns the distinct-value tables of w's windows, in
+// order, or nil when w counts events: what a fleet-wide tier wraps.
+func (w *Windows) DistinctTables() []*Distinct { return w.distinct }
+
+// Better reports whether result r of a window with limit lim replaces
+// best, of a window with limit bestLim, as the result of several windows
+// (Windows.AddDistinct): an exceeded result beats one that is not, the
+// first exceeded window is kept, and otherwise the higher share of its
+// limit wins.
+func Better(r, best Result, lim, bestLim float64) bool { return better(r, best, lim, bestLim) }

@@ -43,9 +43,9 @@ type BuildOptions struct {
 	// or distinct, keeps the engine's local table.
 	NewCounter func(r *rules.Rule, lim counting.Limit) (engine.Counter, error)
 	// NewDistinct, when set, makes the counter of each detection rule
-	// that counts distinct values in one window out of its local table
-	// (fleet mode: counting/redis); nil keeps the local table alone.
-	NewDistinct func(r *rules.Rule, local *counting.Distinct) (engine.DistinctCounter, error)
+	// that counts distinct values out of its local tables, one per window
+	// (fleet mode: counting/redis); nil keeps the local tables alone.
+	NewDistinct func(r *rules.Rule, local []*counting.Distinct) (engine.DistinctCounter, error)
 	// Scorer, when set, holds the anomaly scores to add to, kept across
 	// reloads; the configuration's thresholds apply to it. nil: new scores.
 	Scorer *scoring.Scorer
@@ -95,8 +95,8 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 	}
 	if opts.NewDistinct != nil {
 		for i, r := range set.Rules() {
-			local := p.engine.DistinctTable(i)
-			if local == nil {
+			local := p.engine.DistinctTables(i)
+			if len(local) == 0 {
 				continue
 			}
 			c, err := opts.NewDistinct(r, local)

@@ -59,13 +59,13 @@ func TestPerNodeRules(t *testing.T) {
 	rs := []*rules.Rule{
 		{Name: "one_limit", Windows: []rules.Window{{}}},
 		{Name: "two_windows", Windows: []rules.Window{{}, {}}},
-		{Name: "scan", Distinct: &characteristics.Characteristic{}, Windows: []rules.Window{{}}}, // fleet-wide: its sketches are shared
-		{Name: "scan_windows", Distinct: &characteristics.Characteristic{}, Windows: []rules.Window{{}, {}}},
+		{Name: "scan", Distinct: &characteristics.Characteristic{}, Windows: []rules.Window{{}}},             // fleet-wide: its sketches are shared
+		{Name: "scan_windows", Distinct: &characteristics.Characteristic{}, Windows: []rules.Window{{}, {}}}, // in every window
 		{Name: "in_flight", Concurrency: 4},
 		{Name: "regular", Windows: []rules.Window{{}}, Regularity: &rules.Regularity{MinEvents: 20, MaxCV: 0.2}},
 	}
 	got := strings.Join(perNodeRules(rs), ", ")
-	if want := "two_windows (windows), scan_windows (distinct, windows), in_flight (concurrency), regular (regularity)"; got != want {
+	if want := "two_windows (windows), in_flight (concurrency), regular (regularity)"; got != want {
 		t.Errorf("perNodeRules = %q, want %q", got, want)
 	}
 }

@@ -82,14 +82,26 @@ func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (en
 }
 
 // engineDistinct is pipeline.BuildOptions.NewDistinct: detection rules
-// that count distinct values in one window share their sketches
-// fleet-wide. nil without fleet mode.
-func (f *fleetParts) engineDistinct() func(r *rules.Rule, local *counting.Distinct) (engine.DistinctCounter, error) {
+// that count distinct values share their sketches fleet-wide, each window
+// under its own name ("<rule>/<period>") when the rule has several. nil
+// without fleet mode.
+func (f *fleetParts) engineDistinct() func(r *rules.Rule, local []*counting.Distinct) (engine.DistinctCounter, error) {
 	if f == nil {
 		return nil
 	}
-	return func(r *rules.Rule, local *counting.Distinct) (engine.DistinctCounter, error) {
-		return f.counters.Distinct(redis.DistinctRule{Name: r.Name}, local, redis.DistinctConfig{})
+	return func(r *rules.Rule, local []*counting.Distinct) (engine.DistinctCounter, error) {
+		if len(local) == 1 {
+			return f.counters.Distinct(redis.DistinctRule{Name: r.Name}, local[0], redis.DistinctConfig{})
+		}
+		cs := make([]*redis.DistinctCounter, len(local))
+		for j, d := range local {
+			c, err := f.counters.Distinct(redis.DistinctRule{Name: r.Name + "/" + time.Duration(d.Period()).String()}, d, redis.DistinctConfig{})
+			if err != nil {
+				return nil, err
+			}
+			cs[j] = c
+		}
+		return redis.NewDistinctWindows(cs...), nil
 	}
 }
 
@@ -162,18 +174,21 @@ func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {
 
 // perNodeRules names the rules that count on each node alone even in
 // fleet mode (docs/fleet.md "What counts per node"), each with why:
-// several windows, a distinct count over several windows, or a timing
-// gate (counting.Windows and counting.Regularity have no Redis tier; a
-// distinct count in one window shares its sketches), or a concurrency
-// limit (requests in flight on this node).
+// several windows of events or a timing gate (counting.Windows and
+// counting.Regularity have no Redis tier; distinct counts share their
+// sketches, in every window), or a concurrency limit (requests in flight
+// on this node).
 func perNodeRules(rs []*rules.Rule) []string {
 	var out []string
 	for _, r := range rs {
 		switch {
 		case r.Concurrency > 0:
 			out = append(out, r.Name+" (concurrency)")
-		case r.Distinct != nil && len(r.Windows) > 1:
-			out = append(out, r.Name+" (distinct, windows)")
+		case r.Distinct != nil:
+			// Fleet-wide, every window: its sketches are shared.
+			if r.Regularity != nil {
+				out = append(out, r.Name+" (regularity)")
+			}
 		case r.Regularity != nil:
 			out = append(out, r.Name+" (regularity)")
 		case len(r.Windows) > 1:

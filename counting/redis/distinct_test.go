@@ -311,3 +311,64 @@ func TestDistinctEviction(t *testing.T) {
 	}
 	f.FlushDistinct(context.Background())
 }
+
+// TestDistinctWindowsFleet: a distinct rule with two windows (as
+// scan_404) on two nodes, each window shared under its own name; once
+// both have flushed, each node judges a key as counting.Windows does on
+// one node that saw every value.
+func TestDistinctWindowsFleet(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 10, 0, time.UTC)
+	clock := t0
+	store := newSketchFake(t0)
+	wins := []counting.Window{{Period: 5 * time.Minute, Requests: 40}, {Period: time.Hour, Requests: 120}}
+	var nodes []*DistinctWindows
+	for i := range 2 {
+		f, err := New(Config{Node: string(rune('a' + i)), Deadline: 5 * time.Second, Now: func() time.Time { return clock }}, store, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local, err := counting.NewWindows(counting.SlidingWindow, wins, true, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs []*DistinctCounter
+		for _, d := range local.DistinctTables() {
+			c, err := f.Distinct(DistinctRule{Name: "scan/" + time.Duration(d.Period()).String()}, d, DistinctConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		nodes = append(nodes, NewDistinctWindows(cs...))
+	}
+	ctx := context.Background()
+	for range 2 { // heartbeats: both nodes see two live (a key is near at limit/nodes)
+		for _, n := range nodes {
+			n.Counters()[0].f.Flush(ctx)
+		}
+		clock = clock.Add(DefaultNodeTTL / 2)
+		store.setNow(clock)
+	}
+	one, _ := counting.NewWindows(counting.SlidingWindow, wins, true, 0)
+	now := clock.UnixNano()
+	for v := range uint64(42) { // 21 paths on each node: under 40 on both
+		if r := nodes[v%2].AddDistinct(9, v, now); r.Exceeded {
+			t.Fatalf("node %d alone over the limit at value %d", v%2, v)
+		}
+		one.AddDistinct(9, v, now)
+	}
+	for range 2 {
+		for _, n := range nodes {
+			n.Counters()[0].f.FlushDistinct(ctx)
+		}
+	}
+	want := one.AddDistinct(9, 0, now)
+	if !want.Exceeded {
+		t.Fatalf("one node: %+v, want over the limit (the test's premise)", want)
+	}
+	for i, n := range nodes {
+		if got := n.AddDistinct(9, uint64(i), now); got != want {
+			t.Errorf("node %d: %+v, one node %+v", i, got, want)
+		}
+	}
+}

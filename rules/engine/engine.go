@@ -190,12 +190,17 @@ func (e *Engine) Rules() []*rules.Rule { return e.rules }
 // SetCounter replaces rule i's counter, for a fleet-wide tier.
 func (e *Engine) SetCounter(i int, c Counter) { e.counters[i] = c }
 
-// DistinctTable returns rule i's own table of distinct values when the
-// rule counts distinct values in one window, and nil otherwise: what a
+// DistinctTables returns rule i's own tables of distinct values, one per
+// window, when the rule counts distinct values, and nil otherwise: what a
 // fleet-wide tier wraps (SetDistinct).
-func (e *Engine) DistinctTable(i int) *counting.Distinct {
-	d, _ := e.distinct[i].(*counting.Distinct)
-	return d
+func (e *Engine) DistinctTables(i int) []*counting.Distinct {
+	switch d := e.distinct[i].(type) {
+	case *counting.Distinct:
+		return []*counting.Distinct{d}
+	case *counting.Windows:
+		return d.DistinctTables()
+	}
+	return nil
 }
 
 // SetDistinct replaces rule i's distinct counter, for a fleet-wide tier;
