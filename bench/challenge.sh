@@ -61,19 +61,31 @@ LUA
 # requests from Go.
 if [ "${LOAD:-}" = go ] || ! command -v wrk >/dev/null; then
   go build -o "$out/decideload" ./bench/cmd/decideload
-  run() { "$out/decideload" -addr "$1" -file "$out/clearances.txt" -c 32 -d "$dur" | sed 's|^|  |'; }
+  run() { "$out/decideload" -addr "$1" -file "$out/clearances.txt" -c 32 -d "$dur" | tee "$out/last.txt" | sed 's|^|  |'; }
+  requests() { sed -nE 's/.*\(([0-9]+) in .*/\1/p' "$out/last.txt"; }
   client="bench/cmd/decideload -c32 -d$dur"
 else
-  run() { wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" "http://$1/v1/decide" | grep -E "Requests/sec|Latency|  50%|  99%|Non-2xx"; }
+  run() { wrk -t1 -c32 -d"$dur" --latency -s "$out/decide.lua" "http://$1/v1/decide" | tee "$out/last.txt" | grep -E "Requests/sec|Latency|  50%|  99%|Non-2xx"; }
+  requests() { sed -nE 's/^ *([0-9]+) requests in .*/\1/p' "$out/last.txt"; }
   client="wrk -t1 -c32 -d$dur --latency"
 fi
+# guardd's own CPU (user+sys, from /proc) per request answered: on a
+# shared machine a steadier figure than the throughput, which the load
+# generator and nginx share the cores for.
+ticks=$(getconf CLK_TCK)
+cpu() { awk '{print $14+$15}' "/proc/$gpid/stat"; }
+guardd_run() {
+  local c0 c1
+  c0=$(cpu); run "$1"; c1=$(cpu)
+  awk -v c="$((c1 - c0))" -v t="$ticks" -v n="$(requests)" 'BEGIN { printf "  guardd CPU: %.2f s, %.2f us per request\n", c / t, c / t / n * 1e6 }'
+}
 echo "machine: $(nproc) cores, $(date -u +'%F %H:%M'), load $(cut -d' ' -f1-3 /proc/loadavg), $client"
 echo "== guardd /v1/decide, no challenge mitigation (cookies present, not checked)"
-run 127.0.0.1:19495
+guardd_run 127.0.0.1:19495
 "$out/guardd" decisions add --scope ip.src.prefix=10.0.0.0/8 --action challenge --duration 1h \
   --admin 127.0.0.1:19496 --token-file "$out/state/admin.token" > /dev/null
 echo "== guardd /v1/decide, a challenge over 10.0.0.0/8: each of 1,000,000 clearances checked"
-run 127.0.0.1:19495
+guardd_run 127.0.0.1:19495
 echo "== nginx return 204, the same requests (wrk's Lua script)"
 run 127.0.0.1:19497
 curl -s http://127.0.0.1:19496/metrics | grep -E '^guardd_challenge_clearances_checked_total|^guardd_decision_requests_total|^process_resident_memory_bytes' | grep -v ' 0$'

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -74,6 +75,30 @@ func TestMACIsHMAC(t *testing.T) {
 			t.Errorf("mac(%d bytes) differs from crypto/hmac", len(msg))
 		}
 	}
+}
+
+// TestMACConcurrent: more goroutines than the key holds HMAC states sign
+// at once; every MAC is still the one crypto/hmac computes (run with -race).
+func TestMACConcurrent(t *testing.T) {
+	k := testKeyring(t).current()
+	g := 4 * len(k.macs)
+	want := make([][sha256.Size]byte, g)
+	for i := range want {
+		want[i] = k.mac([]byte(strings.Repeat(string(rune('a'+i%26)), i)))
+	}
+	var wg sync.WaitGroup
+	for i := range g {
+		wg.Go(func() {
+			msg := []byte(strings.Repeat(string(rune('a'+i%26)), i))
+			for range 200 {
+				if got := k.mac(msg); got != want[i] {
+					t.Errorf("goroutine %d: MAC differs", i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestBase64(t *testing.T) {

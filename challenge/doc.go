@@ -51,7 +51,9 @@
 // more live clearances than slots, a newer clearance takes an older one's
 // slot and its count starts again (a revoked clearance keeps its slot until
 // it expires). Both tables are per node; a fleet shares keys, not these
-// counts. The User-Agent is hashed on its first 1024 bytes and its length.
+// counts. A clearance keeps a 64-bit xxHash of the User-Agent (checked on
+// every covered request, under the MAC, so it needs no collision
+// resistance); a challenge keeps SHA-256 of its first 1024 bytes and length.
 // A proof of work costs a script as much as a browser: it prices abuse, it
 // does not tell people from machines; the other rules still count what a
 // cleared client does.

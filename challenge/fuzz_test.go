@@ -1,7 +1,9 @@
 package challenge
 
 import (
+	"encoding/base64"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +60,28 @@ func FuzzSolve(f *testing.F) {
 			if err != nil || s.Challenge != c {
 				t.Fatalf("passed a challenge we did not sign: %q", q)
 			}
+		}
+	})
+}
+
+// FuzzBase64 checks the token decoder against encoding/base64's strict
+// unpadded URL alphabet: the same bytes, the same refusals.
+func FuzzBase64(f *testing.F) {
+	for _, s := range []string{"", "AQ", "AQI", "AQID", "AB=", "A+C", "AAB", "_-_-", "AQIDBA"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsAny(s, "\r\n") { // encoding/base64 skips them; tokens never hold them
+			return
+		}
+		want, err := base64.RawURLEncoding.Strict().DecodeString(s)
+		dst := make([]byte, base64.RawURLEncoding.DecodedLen(len(s)))
+		ok := decodeBase64(dst, s)
+		if ok != (err == nil) {
+			t.Fatalf("decodeBase64(%q) = %v, encoding/base64 err = %v", s, ok, err)
+		}
+		if ok && string(dst) != string(want) {
+			t.Fatalf("decodeBase64(%q) = %x, want %x", s, dst, want)
 		}
 	})
 }

@@ -201,31 +201,6 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-func TestReload(t *testing.T) {
-	old, _ := Parse("a.yml", []byte("decision:\n  listen: 127.0.0.1:1\n"))
-	next, _ := Parse("a.yml", []byte("decision:\n  listen: 127.0.0.1:2\n"))
-	var got *Config
-	rep := Reload([]Reloader{
-		{Name: "rules", Apply: func(_, n *Config) error { got = n; return nil }},
-		{Name: "decision", Apply: func(o, n *Config) error {
-			if o.Decision.Listen != n.Decision.Listen {
-				return NeedsRestart("decision.listen")
-			}
-			return nil
-		}},
-		{Name: "broken", Apply: func(_, _ *Config) error { return errors.New("boom") }},
-	}, old, next)
-	if got != next || len(rep.Applied) != 1 || rep.OK() {
-		t.Fatalf("report %+v", rep)
-	}
-	if len(rep.Restart) != 1 || rep.Restart[0] != "decision: decision.listen: needs a restart" {
-		t.Errorf("restart = %q", rep.Restart)
-	}
-	if len(rep.Failed) != 1 || rep.Failed[0].Error() != "broken: boom" {
-		t.Errorf("failed = %v", rep.Failed)
-	}
-}
-
 // FuzzParse: any bytes give a valid config or an error naming the file,
 // never a panic.
 func FuzzParse(f *testing.F) {

@@ -10,8 +10,11 @@
 // component on with its defaults.
 //
 // A reload is a list of Reloaders, one per component that holds
-// configuration (Prometheus' reloaders are the model). Each is handed the old
-// and the new Config and either applies the change or returns NeedsRestart
-// naming what it could not apply; Reload reports both, so a changed listen
-// address is reported as waiting for a restart, never as applied.
+// configuration (Prometheus' reloaders are the model). Each declares the
+// keys it applies live and those it reads only at start; Reload reports a
+// changed start-only key as waiting for a restart without asking the
+// component, keeps its running value in the configuration it hands on (so
+// the parts waiting for a restart read what they run with), and hands the
+// rest to each Apply. The reference's "reload" column (ReloadOf) is
+// derived from the same declarations.
 package config

@@ -12,42 +12,17 @@ import (
 	"time"
 )
 
-// ReloadOf says whether `systemctl reload guardd` (SIGHUP, or a changed file)
-// applies a key, by the longest dotted prefix listed; cmd/guardd's reloaders
-// are the authority, and TestReference fails when a section is missing here.
-var ReloadOf = map[string]string{
-	"log":                  "yes (the log format is rebuilt with the rules)",
-	"rules":                "yes",
-	"characteristics":      "yes",
-	"counting":             "yes (counters start afresh)",
-	"mitigation":           "restart",
-	"mitigation.allowlist": "yes (cidrs: restart when firewall.nftables is on)",
-	"fingerprint":          "restart",
-	"sources":              "restart",
-	"decision":             "restart",
-	"admin":                "restart",
-	"shadowban":            "restart",
-	"crowdsec":             "restart",
-	"blocklist":            "restart",
-	"firewall":             "restart",
-	"shedding":             "restart",
-	"fleet":                "restart",
-	"challenge":            "restart",
-	"scoring":              "yes (thresholds and timeout; the scores are kept)",
-	"scoring.half_life":    "restart",
-	"scoring.max_keys":     "restart",
-}
-
 // refRow is one key of the reference.
 type refRow struct {
 	key, typ, def, reload, doc string
 }
 
 // Reference writes docs/configuration.md's text: every key of Config, its
-// type, its default and whether a reload applies it, with the field's doc
-// comment. srcRoot is the module's root directory, where the comments are
-// read from the Go source of each type's package.
-func Reference(srcRoot string) (string, error) {
+// type, its default and whether a reload applies it (from the reloaders'
+// declarations, ReloadOf), with the field's doc comment. srcRoot is the
+// module's root directory, where the comments are read from the Go source of
+// each type's package. A key no reloader declares is an error naming it.
+func Reference(srcRoot string, rs []Reloader) (string, error) {
 	docs := map[string]map[string]string{} // package path -> "Type.Field" -> comment
 	comment := func(t reflect.Type, field string) string {
 		pkg := t.PkgPath()
@@ -115,22 +90,51 @@ func Reference(srcRoot string) (string, error) {
 				}
 			}
 			if inner.Kind() == reflect.Struct && inner != reflect.TypeOf(time.Time{}) && !hasUnmarshaler(inner) {
-				rows = append(rows, refRow{key: key, typ: "section", reload: reloadOf(key), doc: comment(t, f.Name)})
+				rows = append(rows, refRow{key: key, typ: "section", doc: comment(t, f.Name)})
 				walk(inner, dv, key+".")
 				continue
 			}
-			rows = append(rows, refRow{key: key, typ: typeName(ft), def: defaultOf(dv), reload: reloadOf(key), doc: comment(t, f.Name)})
+			rows = append(rows, refRow{key: key, typ: typeName(ft), def: defaultOf(dv), reload: ReloadOf(rs, strings.ReplaceAll(key, "[]", "")), doc: comment(t, f.Name)})
 			if el := ft; el.Kind() == reflect.Slice && el.Elem().Kind() == reflect.Struct && !hasUnmarshaler(el.Elem()) {
 				walk(el.Elem(), reflect.Value{}, key+"[].")
 			}
 		}
 	}
 	walk(reflect.TypeOf(Config{}), reflect.ValueOf(*Default()), "")
+	var undeclared []string
+	for i := range rows {
+		r := &rows[i]
+		if r.typ != "section" {
+			if r.reload == "" {
+				undeclared = append(undeclared, r.key)
+			}
+			continue
+		}
+		// A section says what its keys say when they agree.
+		for _, k := range rows[i+1:] {
+			if !strings.HasPrefix(k.key, r.key+".") && !strings.HasPrefix(k.key, r.key+"[].") {
+				break
+			}
+			if k.typ == "section" {
+				continue
+			}
+			if r.reload == "" {
+				r.reload = k.reload
+			} else if r.reload != k.reload {
+				r.reload = "per key"
+				break
+			}
+		}
+	}
+	if len(undeclared) > 0 {
+		return "", fmt.Errorf("config: no reloader applies or declares restart-only: %s", strings.Join(undeclared, ", "))
+	}
 	var b strings.Builder
 	b.WriteString(`# Configuration reference
 
-<!-- Generated from the Go types of package config by TestReference
-     (go test ./config -run TestReference -update); do not edit. -->
+<!-- Generated from the Go types of package config and the daemon's
+     reloaders by TestConfigReference
+     (go test ./cmd/guardd -run TestConfigReference -update); do not edit. -->
 
 Every key of ` + "`/etc/guardd/guardd.yaml`" + `, generated from the configuration's Go
 types, so it cannot drift: a test fails when this file and the code differ.
@@ -141,8 +145,11 @@ key left out, or a section left empty (` + "`nftables:`" + ` alone), takes its
 default; ` + "`guardd check`" + ` validates a file without starting anything.
 "Reload" says whether ` + "`systemctl reload guardd`" + ` (SIGHUP, or a changed file)
 applies a change, or whether it waits for a restart (logged, and counted in
-` + "`guardd_config_restart_pending`" + `). A default of "—" means the zero value,
-whose meaning the description gives. Durations are Go durations (` + "`250ms`, `10m`" + `).
+` + "`guardd_config_restart_pending`" + `); each component declares what it applies
+and what it reads at start, and this column is derived from those
+declarations ("per key" on a section whose keys differ). A default of "—"
+means the zero value, whose meaning the description gives. Durations are Go
+durations (` + "`250ms`, `10m`" + `).
 
 | key | type | default | reload | description |
 |---|---|---|---|---|
@@ -167,16 +174,6 @@ whose meaning the description gives. Durations are Go durations (` + "`250ms`, `
 func hasUnmarshaler(t reflect.Type) bool {
 	_, ok := reflect.PointerTo(t).MethodByName("UnmarshalYAML")
 	return ok
-}
-
-func reloadOf(key string) string {
-	best, v := "", "restart"
-	for p, r := range ReloadOf {
-		if (key == p || strings.HasPrefix(key, p+".")) && len(p) > len(best) {
-			best, v = p, r
-		}
-	}
-	return v
 }
 
 func typeName(t reflect.Type) string {

@@ -36,7 +36,7 @@ var (
 	Actions    = action.Names()
 	Algorithms = []string{"sliding_window", "fixed_window", "sliding_log", "token_bucket", "gcra"}
 	// OnStoreErrors are the values of on_store_error (docs/fleet.md).
-	OnStoreErrors = []string{"open", "closed", "local"}
+	OnStoreErrors = counting.StoreErrorPolicies()
 )
 
 // Defaults for optional metadata keys.
@@ -90,7 +90,7 @@ type Rule struct {
 	// OnStoreError (fleet mode) is what a request the rule counts gets while
 	// Redis is unreachable or slower than its deadline: open, closed or
 	// local (the default; DESIGN.md "Fleet mode").
-	OnStoreError string
+	OnStoreError counting.StoreErrorPolicy
 
 	// Challenge holds what action challenge says; zero for other actions.
 	Challenge Challenge
@@ -445,7 +445,8 @@ func parseRule(errs *errorList, src *source) *Rule {
 	}
 	// choice has checked the name: Algorithms are counting's names.
 	r.Algorithm, _ = counting.ParseAlgorithm(meta.choice(custom, "algorithm", DefaultAlgorithm, Algorithms))
-	r.OnStoreError = meta.choice(custom, "on_store_error", "local", OnStoreErrors)
+	// choice has checked the name, as for the algorithm.
+	r.OnStoreError, _ = counting.ParseStoreErrorPolicy(meta.choice(custom, "on_store_error", "local", OnStoreErrors))
 	r.Score = meta.score(custom)
 	r.Distinct = meta.distinct(custom, r)
 	r.Regularity = meta.regularity(custom, r)

@@ -14,4 +14,7 @@
 // configured headers (Config.Headers, then the route's; values take the same
 // placeholders), and nothing else: no Cache-Control or other header the real
 // application's answer could lack, which a careful abuser would notice.
+//
+// Set replaces the routes of a running Responder (a reload): each answer is
+// written from one set of routes, the old or the new.
 package shadowban

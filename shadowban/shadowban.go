@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,8 +34,14 @@ type Config struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
-// Responder writes shadow-ban answers. It is safe for concurrent use.
+// Responder writes shadow-ban answers. It is safe for concurrent use, Set
+// included: an answer is written from the routes in force when it began.
 type Responder struct {
+	cur atomic.Pointer[table]
+}
+
+// table is one Config, compiled.
+type table struct {
 	routes []Route
 	def    Route
 }
@@ -60,7 +67,28 @@ func checkHeader(name, value string) error {
 
 // New validates cfg.
 func New(cfg Config) (*Responder, error) {
-	r := &Responder{def: Route{Status: 200, ContentType: "application/json", Body: "{}"}}
+	t, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Responder{}
+	r.cur.Store(t)
+	return r, nil
+}
+
+// Set replaces the routes, headers and templates with cfg's (a reload); on
+// an error the running ones stay.
+func (r *Responder) Set(cfg Config) error {
+	t, err := compile(cfg)
+	if err != nil {
+		return err
+	}
+	r.cur.Store(t)
+	return nil
+}
+
+func compile(cfg Config) (*table, error) {
+	r := &table{def: Route{Status: 200, ContentType: "application/json", Body: "{}"}}
 	if cfg.Default != nil {
 		r.def = *cfg.Default
 	}
@@ -104,7 +132,9 @@ func New(cfg Config) (*Responder, error) {
 }
 
 // Match returns the route for a request.
-func (r *Responder) Match(method, path string) *Route {
+func (r *Responder) Match(method, path string) *Route { return r.cur.Load().match(method, path) }
+
+func (r *table) match(method, path string) *Route {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}

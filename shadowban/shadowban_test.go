@@ -121,3 +121,36 @@ func TestHeaderErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSet: Set swaps routes, templates and headers at once; a bad
+// configuration keeps the running one.
+func TestSet(t *testing.T) {
+	r, err := New(Config{Routes: []Route{{Path: "/api/invite", Body: `{"ok":true}`}}, Headers: map[string]string{"X-App": "v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func() (string, string) {
+		w := httptest.NewRecorder()
+		r.Write(w, "POST", "/api/invite", time.Unix(0, 0))
+		return w.Body.String(), w.Header().Get("X-App")
+	}
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wantErr    bool
+		body, xapp string
+	}{
+		{"new template and header", Config{Routes: []Route{{Path: "/api/invite", Body: `{"sent":${unix}}`}}, Headers: map[string]string{"X-App": "v2"}}, false, `{"sent":0}`, "v2"},
+		{"bad status kept out", Config{Routes: []Route{{Path: "/api/invite", Status: 500}}}, true, `{"sent":0}`, "v2"},
+		{"route removed", Config{}, false, `{}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := r.Set(tc.cfg); (err != nil) != tc.wantErr {
+				t.Fatalf("Set: %v", err)
+			}
+			if body, xapp := answer(); body != tc.body || xapp != tc.xapp {
+				t.Errorf("answer %q X-App %q, want %q %q", body, xapp, tc.body, tc.xapp)
+			}
+		})
+	}
+}

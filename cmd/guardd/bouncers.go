@@ -73,6 +73,11 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 		}
 		path = filepath.Join(dir, crowdsec.KeyFileName)
 	}
+	return bouncersVerb(verb, path, pos, *asJSON, stdout, stderr)
+}
+
+// bouncersVerb runs add, delete or list on the key file at path.
+func bouncersVerb(verb, path string, pos []string, asJSON bool, stdout, stderr io.Writer) int {
 	switch verb {
 	case "add":
 		key, err := crowdsec.AddBouncer(path, pos[0], time.Now())
@@ -107,7 +112,7 @@ func runBouncers(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "guardd bouncers list: %v\n", err)
 			return 1
 		}
-		if *asJSON {
+		if asJSON {
 			for _, b := range bs {
 				writeJSONLine(stdout, bouncerJSON{Name: b.Name, Created: b.Created.UTC().Format(time.RFC3339), KeySHA256Prefix: b.SHA256[:12]})
 			}

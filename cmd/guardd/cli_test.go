@@ -12,6 +12,7 @@ var verbs = map[string][]string{
 	"decisions": {"list", "add", "delete", "import", "export"},
 	"rules":     {"check", "test"},
 	"bouncers":  {"add", "list", "delete"},
+	"keys":      {"show", "rotate"},
 }
 
 // TestHelpEverySubcommand: -h prints the command's own usage to stdout and

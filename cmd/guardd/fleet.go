@@ -44,7 +44,7 @@ func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	counters, err := redis.New(redis.Config{Node: node}, conn, reg, log)
+	counters, err := redis.New(redis.Config{Node: node, MaxKeys: cfg.Counting.MaxKeys}, conn, reg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +59,7 @@ func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Regist
 // newCounter is throttle.Config.NewCounter: each request-time rule counts
 // fleet-wide.
 func (f *fleetParts) newCounter(r *rules.Rule, lim counting.Limit) (throttle.Counter, error) {
-	mode, err := redis.ParseOnError(r.OnStoreError)
-	if err != nil {
-		return nil, err
-	}
-	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode})
+	return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: r.OnStoreError})
 }
 
 // engineCounter is pipeline.BuildOptions.NewCounter: detection rules
@@ -73,11 +69,7 @@ func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (en
 		return nil
 	}
 	return func(r *rules.Rule, lim counting.Limit) (engine.Counter, error) {
-		mode, err := redis.ParseOnError(r.OnStoreError)
-		if err != nil {
-			return nil, err
-		}
-		return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: mode, Detection: true})
+		return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: r.OnStoreError, Detection: true})
 	}
 }
 
@@ -103,6 +95,17 @@ func (f *fleetParts) engineDistinct() func(r *rules.Rule, local []*counting.Dist
 		}
 		return redis.NewDistinctWindows(cs...), nil
 	}
+}
+
+// reloader is fleet mode's part in a reload: the Redis connection, the
+// node's name and the fleet-wide counters' cap are taken at start.
+func (f *fleetParts) reloader() config.Reloader {
+	r := config.Reloader{Name: "fleet", Restart: []string{"fleet"},
+		Doc: map[string]string{"counting.max_keys": "in fleet mode the fleet-wide counters' cap waits for a restart"}}
+	if f != nil {
+		r.Restart = append(r.Restart, "counting.max_keys")
+	}
+	return r
 }
 
 func (f *fleetParts) run(ctx context.Context, g *errgroup.Group) {

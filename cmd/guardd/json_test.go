@@ -82,6 +82,8 @@ func TestJSONEveryDataCommand(t *testing.T) {
 		{"replay", []string{"--config", td.config, replayLog}},
 		{"replay --clients", []string{"--config", td.config, "--clients", replayLog}},
 		{"bouncers list", []string{"--key-file", keyFile}},
+		{"keys rotate", []string{"--key-file", filepath.Join(dir, "challenge.key")}},
+		{"keys show", []string{"--key-file", filepath.Join(dir, "challenge.key")}},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

@@ -19,6 +19,18 @@ type output struct {
 	run  func(ctx context.Context) error
 }
 
+// outputsReloader is the outputs' part in a reload: every one is made at
+// start, and the nftables sets hold the allowlist's networks they were made
+// with.
+func outputsReloader(cfg *config.Config) config.Reloader {
+	r := config.Reloader{Name: "outputs", Restart: []string{"crowdsec", "blocklist", "firewall"},
+		Doc: map[string]string{"mitigation.allowlist.cidrs": "restart for the nftables sets when firewall.nftables is on"}}
+	if _, ok := cfg.NFTables(); ok {
+		r.Restart = append(r.Restart, "mitigation.allowlist.cidrs")
+	}
+	return r
+}
+
 // buildOutputs makes the configured firewall-facing components: the
 // CrowdSec bouncer API, blocklist feeds and the nginx geo file. Listeners are
 // opened here, so a taken port fails the start, not later.

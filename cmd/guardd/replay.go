@@ -36,70 +36,108 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
+// replayFlags are guardd replay's flags.
+type replayFlags struct {
+	configPath, format, mmdb, progress, htmlOut *string
+	asJSON, clients, logJSON, noBuiltin         *bool
+	workers                                     *int
+	ruleDirs, pcaps                             stringList
+}
+
+const replaySynopsis = "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain, gzip or zstd; give them oldest first. A LOG of - is standard input."
+
+func newReplayFlags(fs *flag.FlagSet) *replayFlags {
+	f := &replayFlags{
+		configPath: fs.String("config", "", "configuration file (YAML)"),
+		asJSON:     fs.Bool("json", false, "print one JSON object per mitigation per line"),
+		clients:    fs.Bool("clients", false, "with --json: print the impact on each client address instead of the mitigations"),
+		format:     fs.String("format", "", `nginx log_format: "combined", a format string, or a pasted log_format directive (overrides the config)`),
+		logJSON:    fs.Bool("log-json", false, "logs are JSON objects keyed by nginx variable names"),
+		noBuiltin:  fs.Bool("no-builtin", false, "leave out the built-in rule library"),
+		mmdb:       fs.String("mmdb", "", "MaxMind database (.mmdb) for ip.src.asnum and ip.src.country"),
+		workers:    fs.Int("workers", 0, "parallel workers (default: all cores)"),
+		progress:   fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never"),
+		htmlOut:    fs.String("html", "", "also write a self-contained HTML report to this file: requests and trips over time per rule, the most mitigated keys, how close benign-looking keys came to each limit"),
+	}
+	fs.Var(&f.ruleDirs, "rules", "directory of Rego rules (repeatable)")
+	fs.Var(&f.pcaps, "pcap", "capture (pcap or pcapng) of the same traffic: its TLS and HTTP fingerprints are joined to log lines by client address and port (repeatable)")
+	return f
+}
+
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	const synopsis = "usage: guardd replay [--config FILE] [--json] [--pcap CAPTURE] [flags] LOG...\n\nLogs may be plain, gzip or zstd; give them oldest first. A LOG of - is standard input."
-	var (
-		configPath = fs.String("config", "", "configuration file (YAML)")
-		asJSON     = fs.Bool("json", false, "print one JSON object per mitigation per line")
-		clients    = fs.Bool("clients", false, "with --json: print the impact on each client address instead of the mitigations")
-		format     = fs.String("format", "", `nginx log_format: "combined", a format string, or a pasted log_format directive (overrides the config)`)
-		logJSON    = fs.Bool("log-json", false, "logs are JSON objects keyed by nginx variable names")
-		noBuiltin  = fs.Bool("no-builtin", false, "leave out the built-in rule library")
-		mmdb       = fs.String("mmdb", "", "MaxMind database (.mmdb) for ip.src.asnum and ip.src.country")
-		workers    = fs.Int("workers", 0, "parallel workers (default: all cores)")
-		progress   = fs.String("progress", "auto", "progress bar: auto (on a terminal), always or never")
-		htmlOut    = fs.String("html", "", "also write a self-contained HTML report to this file: requests and trips over time per rule, the most mitigated keys, how close benign-looking keys came to each limit")
-		ruleDirs   stringList
-		pcaps      stringList
-	)
-	fs.Var(&ruleDirs, "rules", "directory of Rego rules (repeatable)")
-	fs.Var(&pcaps, "pcap", "capture (pcap or pcapng) of the same traffic: its TLS and HTTP fingerprints are joined to log lines by client address and port (repeatable)")
-	logs, code, done := parseFlags(fs, synopsis, args, stdout, stderr)
+	f := newReplayFlags(fs)
+	logs, code, done := parseFlags(fs, replaySynopsis, args, stdout, stderr)
 	if done {
 		return code
 	}
 	if len(logs) == 0 {
-		printUsage(fs, synopsis, stderr)
+		printUsage(fs, replaySynopsis, stderr)
 		return 2
 	}
 	if i := slices.Index(logs, "-"); i >= 0 && slices.Contains(logs[i+1:], "-") {
 		fmt.Fprintln(stderr, "guardd replay: - (standard input) given twice; it can be read once")
 		return 2
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := f.config()
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	if *format != "" {
-		cfg.Log.Format = *format
-	}
-	if *logJSON {
-		cfg.Log.JSON = true
-	}
-	if *noBuiltin {
-		cfg.Rules.DisableBuiltin = true
-	}
-	cfg.Rules.Dirs = append(cfg.Rules.Dirs, ruleDirs...)
-	if *mmdb != "" {
-		cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = *mmdb, *mmdb
-	}
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "guardd replay:", err)
-		return 1
-	}
-	if *clients && !*asJSON {
+	if *f.clients && !*f.asJSON {
 		fmt.Fprintln(stderr, "guardd replay: --clients needs --json")
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: logger})
+	rc, rec, err := f.setup(cfg, logger, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "guardd replay:", err)
 		return 1
 	}
-	rep := pipeline.NewReport(*clients || *htmlOut != "") // the HTML report's summary counts clients
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := replay.Run(ctx, rc, logs)
+	if err != nil {
+		fmt.Fprintln(stderr, "guardd replay:", err)
+		return 1
+	}
+	return f.write(rc.Report, rec, st, logs, stdout, stderr)
+}
+
+// config is the configuration file with the flags' overrides, validated.
+func (f *replayFlags) config() (*config.Config, error) {
+	cfg, err := config.Load(*f.configPath)
+	if err != nil {
+		return nil, err
+	}
+	if *f.format != "" {
+		cfg.Log.Format = *f.format
+	}
+	if *f.logJSON {
+		cfg.Log.JSON = true
+	}
+	if *f.noBuiltin {
+		cfg.Rules.DisableBuiltin = true
+	}
+	cfg.Rules.Dirs = append(cfg.Rules.Dirs, f.ruleDirs...)
+	if *f.mmdb != "" {
+		cfg.Characteristics.ASNDatabase, cfg.Characteristics.CountryDatabase = *f.mmdb, *f.mmdb
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// setup builds the replay: the pipeline, the throttle rules replayed with
+// the decision API's limiter, the captures' fingerprints to join, the
+// progress bar and the HTML report's recorder (nil without --html).
+func (f *replayFlags) setup(cfg *config.Config, logger *slog.Logger, stderr io.Writer) (replay.Config, *report.Recorder, error) {
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: logger})
+	if err != nil {
+		return replay.Config{}, nil, err
+	}
+	rep := pipeline.NewReport(*f.clients || *f.htmlOut != "") // the HTML report's summary counts clients
 	// Throttle rules are replayed with the decision API's limiter, on the
 	// lines' own time; concurrency rules and shedding cannot be.
 	lim, err := throttle.New(throttle.Config{MaxKeys: cfg.Counting.MaxKeys, Shadow: cfg.Decision.ThrottleShadow})
@@ -114,56 +152,53 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		p.Release()
-		fmt.Fprintln(stderr, "guardd replay:", err)
-		return 1
+		return replay.Config{}, nil, err
 	}
-	rc := replay.Config{Pipeline: p, Report: rep, Workers: *workers, Logger: logger}
-	if len(pcaps) > 0 {
+	rc := replay.Config{Pipeline: p, Report: rep, Workers: *f.workers, Logger: logger}
+	if len(f.pcaps) > 0 {
 		// The whole capture is read before the logs, so entries must live as
 		// long as the capture spans.
 		join := sniff.NewJoin(24*time.Hour, 1<<22)
 		n := 0
-		if err := sniff.ReadFiles(pcaps, sniff.Config{DisableJA4H: cfg.Fingerprint.DisableJA4H}, func(r *sniff.Record) {
+		if err := sniff.ReadFiles(f.pcaps, sniff.Config{DisableJA4H: cfg.Fingerprint.DisableJA4H}, func(r *sniff.Record) {
 			join.Put(r)
 			n++
 		}); err != nil {
 			p.Release()
-			fmt.Fprintln(stderr, "guardd replay:", err)
-			return 1
+			return replay.Config{}, nil, err
 		}
-		fmt.Fprintf(stderr, "guardd replay: %d fingerprints from %d captures to join\n", n, len(pcaps))
+		fmt.Fprintf(stderr, "guardd replay: %d fingerprints from %d captures to join\n", n, len(f.pcaps))
 		rc.Join = join
 	}
-	var bar *progressBar
-	if *progress == "always" || (*progress == "auto" && isTerminal(stderr)) {
-		bar = &progressBar{w: stderr}
+	if *f.progress == "always" || (*f.progress == "auto" && isTerminal(stderr)) {
+		bar := &progressBar{w: stderr}
 		rc.Progress = bar.update
 	}
 	var rec *report.Recorder
-	if *htmlOut != "" {
+	if *f.htmlOut != "" {
 		rec = report.NewRecorder(p.Engine().Rules())
 		p.Engine().SetOnCount(rec.Count)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	st, err := replay.Run(ctx, rc, logs)
-	if err != nil {
-		fmt.Fprintln(stderr, "guardd replay:", err)
-		return 1
-	}
+	return rc, rec, nil
+}
+
+// write prints what the replay found: the HTML report, the mitigations
+// (or the clients) on stdout, the summary and warnings on stderr. It
+// returns the exit status.
+func (f *replayFlags) write(rep *pipeline.Report, rec *report.Recorder, st replay.Stats, logs []string, stdout, stderr io.Writer) int {
 	ms := rep.Mitigations()
 	if rec != nil {
-		if err := writeReplayHTML(*htmlOut, rec, ms, rep.Throttled(), rep.Clients(), st, logs); err != nil {
+		if err := writeReplayHTML(*f.htmlOut, rec, ms, rep.Throttled(), rep.Clients(), st, logs); err != nil {
 			fmt.Fprintln(stderr, "guardd replay:", err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "guardd replay: wrote the report to %s\n", *htmlOut)
+		fmt.Fprintf(stderr, "guardd replay: wrote the report to %s\n", *f.htmlOut)
 	}
 	out := bufio.NewWriter(stdout)
 	switch {
-	case *clients:
+	case *f.clients:
 		writeClientsJSON(out, rep.Clients())
-	case *asJSON:
+	case *f.asJSON:
 		writeMitigationsJSON(out, ms)
 	default:
 		writeMitigationsTable(out, ms)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"reflect"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,7 +32,6 @@ import (
 	"github.com/guardd/guardd/mitigation/throttle"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/report"
-	"github.com/guardd/guardd/scoring"
 	"github.com/guardd/guardd/shadowban"
 )
 
@@ -71,6 +69,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "guardd run:", err)
 		return 1
 	}
+	d.stdinFlag = *stdin
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := d.Run(ctx); err != nil {
@@ -87,7 +86,6 @@ type daemon struct {
 	reg     *prometheus.Registry
 	cfg     atomic.Pointer[config.Config]
 	pipes   *pipeline.Holder
-	scores  *scoring.Scorer // the clients' anomaly scores, across reloads
 	pm      *pipeline.Metrics
 	store   *mitigation.Store
 	dec     *decision.Handler
@@ -100,6 +98,10 @@ type daemon struct {
 	stdin   io.Reader      // read with sources.stdin; pipe.StdinFile() unless a test sets it
 	started time.Time
 	m       daemonMetrics
+	// reloaders are the components' parts in a reload (newReloaders).
+	reloaders []config.Reloader
+	startCfg  *config.Config // what the components were made with
+	stdinFlag bool           // --stdin: sources.stdin whatever the file says
 
 	join                *sniff.Join    // nil without live capture
 	counted             *counting.Seen // request IDs counted at decision time; nil without decision.count
@@ -131,15 +133,8 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		logger.Warn(w)
 	}
 	d.cfg.Store(cfg)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.m = daemonMetrics{
-		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded, every component taking it."}),
-		restart:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Components whose configuration changed at the last reload and apply it only on a restart."}),
-		reloadTS: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
-	}
-	reg.MustRegister(d.m.reloadOK, d.m.reloadTS, d.m.restart)
-	d.pm = pipeline.NewMetrics(reg)
-
+	d.startCfg = cfg
+	d.registerMetrics()
 	allow, err := cfg.Allowlist()
 	if err != nil {
 		return nil, err
@@ -148,7 +143,7 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*daemon, error) {
+	if err := d.build(cfg); err != nil {
 		if d.pipes != nil {
 			d.pipes.Close()
 		}
@@ -156,32 +151,80 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		d.store.Close()
 		return nil, err
 	}
-	if d.fleet, err = newFleet(cfg, d.store, reg, logger); err != nil {
-		return fail(err)
+	d.reloaders = d.newReloaders(cfg)
+	return d, nil
+}
+
+// registerMetrics registers the process's and the reload's metrics, and
+// the pipeline's.
+func (d *daemon) registerMetrics() {
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.m = daemonMetrics{
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_successful", Help: "Whether the last configuration (re)load succeeded, every component taking it."}),
+		restart:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_restart_pending", Help: "Configuration keys changed at the last reload that take effect only on a restart."}),
+		reloadTS: prometheus.NewGauge(prometheus.GaugeOpts{Name: "guardd_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last (re)loaded successfully."}),
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct(), Scorer: d.scores})
+	d.reg.MustRegister(d.m.reloadOK, d.m.reloadTS, d.m.restart)
+	d.pm = pipeline.NewMetrics(d.reg)
+}
+
+// build makes the components around the store, in the order they need one
+// another: fleet mode, the rules' pipeline, the decision API, the admin
+// API, the outputs and the sources. On an error the caller closes what was
+// made.
+func (d *daemon) build(cfg *config.Config) error {
+	var err error
+	if d.fleet, err = newFleet(cfg, d.store, d.reg, d.log); err != nil {
+		return err
+	}
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct()})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	d.scores = p.Scorer() // kept across reloads
 	d.pipes = pipeline.NewHolder(p)
 	d.reloaded(true)
+	if err := d.buildDecision(cfg); err != nil {
+		return err
+	}
+	token, err := admin.LoadToken(cfg.TokenFile())
+	if err != nil {
+		return err
+	}
+	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: d.reg, Status: d.status, Logger: d.log,
+		StatusPage: &statusPage{d: d, rates: &report.DecisionRates{Gatherer: d.reg, Start: d.started}}, Explain: d.explain, Deleted: d.deleted}); err != nil {
+		return err
+	}
+	if err := d.buildOutputs(cfg); err != nil {
+		return err
+	}
+	if err := d.buildSources(cfg); err != nil {
+		return err
+	}
+	d.registerGauges()
+	return nil
+}
+
+// buildDecision makes the decision API: counting at decision time, the
+// request-time limiter, the fingerprint join, the challenge gate, the
+// handler and its server.
+func (d *daemon) buildDecision(cfg *config.Config) error {
 	sb, _ := shadowban.New(cfg.Shadowban) // validated
 	var counter decision.Counter
+	var err error
 	if cfg.Decision.Count {
 		if d.counted, err = counting.NewSeen(1<<20, 2*time.Minute); err != nil {
-			return fail(err)
+			return err
 		}
-		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: logger}
+		counter = &pipeline.RequestCounter{Pipelines: d.pipes, Seen: d.counted, Store: d.store, Metrics: d.pm, Logger: d.log}
 	}
 	var fleetCounter throttle.NewCounter
 	if d.fleet != nil {
 		fleetCounter = d.fleet.newCounter
 	}
 	d.limits, err = throttle.New(throttle.Config{NewCounter: fleetCounter, Shadow: cfg.Decision.ThrottleShadow, MaxKeys: cfg.Counting.MaxKeys,
-		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: reg, Logger: logger})
+		Shedding: cfg.Shedding.Throttle(), InFlightTimeout: cfg.Decision.InFlightTimeout, Registerer: d.reg, Logger: d.log})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	// The sniffer's fingerprints join both the decide requests and the log
 	// lines (by address and port), so a tls.ja4 mitigation applies at the
@@ -191,51 +234,51 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 		d.join = sniff.NewJoin(cfg.Fingerprint.JoinTTL, 0)
 		join = d.join
 	}
+	gate, err := newChallengeGate(cfg, d.store, d.reg, d.log)
+	if err != nil {
+		return err
+	}
 	// The holder is the decision API's enricher: a reload reaches it, and a
 	// MaxMind reader is closed only once no decision uses it.
-	gate, err := newChallengeGate(cfg, d.store, reg, logger)
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: d.pipes.Load().Rules(), Enricher: d.pipes, Join: join, Shadow: sb, Counter: counter,
+		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: d.reg, Logger: d.log})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: p.Rules(), Enricher: d.pipes, Join: join, Shadow: sb, Counter: counter,
-		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: reg, Logger: logger})
+	if d.decSrv, err = http1.New(http1.Config{Handler: d.dec, Loops: cfg.Decision.Loops, Logger: d.log}); err != nil {
+		return err
+	}
+	registerServerStats(d.reg, d.decSrv)
+	return nil
+}
+
+// buildSources makes the log tailer (from its checkpoint) and the syslog
+// listeners; standard input is opened by Run.
+func (d *daemon) buildSources(cfg *config.Config) error {
+	start, err := tail.LoadCheckpoint(d.checkpointPath())
 	if err != nil {
-		return fail(err)
-	}
-	d.decSrv, err = http1.New(http1.Config{Handler: d.dec, Loops: cfg.Decision.Loops, Logger: logger})
-	if err != nil {
-		return fail(err)
-	}
-	registerServerStats(reg, d.decSrv)
-	token, err := admin.LoadToken(cfg.TokenFile())
-	if err != nil {
-		return fail(err)
-	}
-	if d.admin, err = admin.New(admin.Config{Store: d.store, Token: token, Gatherer: reg, Status: d.status, Logger: logger, StatusPage: &statusPage{d: d, rates: &report.DecisionRates{Gatherer: reg, Start: d.started}}, Explain: d.explain, Deleted: d.deleted}); err != nil {
-		return fail(err)
-	}
-	if err := d.buildOutputs(cfg); err != nil {
-		return fail(err)
-	}
-	var start *tail.Position
-	if start, err = tail.LoadCheckpoint(d.checkpointPath()); err != nil {
-		logger.Warn("tail checkpoint unreadable; starting as on a first start", "err", err)
+		d.log.Warn("tail checkpoint unreadable; starting as on a first start", "err", err)
 		start = nil
 	}
 	if len(cfg.Sources.Nginx.Paths) > 0 {
 		d.tailer, err = tail.New(tail.Config{Paths: cfg.Sources.Nginx.Paths, Start: start, FromStart: cfg.Sources.Nginx.FromStart,
-			PollInterval: cfg.Sources.Nginx.PollInterval, Logger: logger})
+			PollInterval: cfg.Sources.Nginx.PollInterval, Logger: d.log})
 		if err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	if sc := cfg.Sources.Syslog; len(sc.Listen) > 0 {
-		d.syslog, err = syslog.New(syslog.Config{Listen: sc.Listeners(), ReadBuffer: sc.ReadBuffer, MaxMessage: sc.MaxMessage, Registerer: reg, Logger: logger})
+		d.syslog, err = syslog.New(syslog.Config{Listen: sc.Listeners(), ReadBuffer: sc.ReadBuffer, MaxMessage: sc.MaxMessage, Registerer: d.reg, Logger: d.log})
 		if err != nil {
-			return fail(err)
+			return err
 		}
 	}
-	reg.MustRegister(
+	return nil
+}
+
+// registerGauges exports the tail's lag and the counters' keys.
+func (d *daemon) registerGauges() {
+	d.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "guardd_tail_lag_seconds", Help: "Wall-clock time minus the time of the newest event read from the logs."}, func() float64 {
 			if t := d.lastEvent.Load(); t != 0 {
 				return time.Since(time.Unix(0, t)).Seconds()
@@ -251,7 +294,6 @@ func newDaemon(path string, cfg *config.Config, logger *slog.Logger, reg *promet
 			return float64(e)
 		}),
 	)
-	return d, nil
 }
 
 func (d *daemon) checkpointPath() string { return d.cfg.Load().Checkpoint() }
@@ -463,113 +505,4 @@ func (s stdinSource) Read(ctx context.Context, w *pipeline.Writer) error {
 		s.log.Info("standard input closed; the other sources and the decision API go on", "lines", s.r.Stats.Lines.Load())
 	}
 	return err
-}
-
-// watch reloads on SIGHUP and when the config or a rule file changes.
-func (d *daemon) watch(ctx context.Context) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	config.Watch(ctx, d.path, 2*time.Second, hup, d.cfg.Load, func(why string) {
-		d.log.Info("reloading", "why", why)
-		d.reload()
-	})
-	return nil
-}
-
-// reload parses and validates everything first, builds the new rules and
-// enrichment, and only then hands the new configuration to every component.
-func (d *daemon) reload() {
-	cfg, err := config.Load(d.path)
-	if err != nil {
-		d.reloaded(false)
-		d.log.Error("reload failed; keeping the running configuration", "err", err)
-		return
-	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct(), Scorer: d.scores})
-	if err != nil {
-		d.reloaded(false)
-		d.log.Error("reload failed; keeping the running configuration", "err", err)
-		return
-	}
-	for _, w := range cfg.Warnings() {
-		d.log.Warn(w)
-	}
-	old := d.cfg.Load()
-	rep := config.Reload(d.reloaders(p), old, cfg)
-	d.cfg.Store(cfg)
-	for _, r := range rep.Restart {
-		d.log.Warn("configuration change not applied until a restart", "change", r)
-	}
-	for _, err := range rep.Failed {
-		d.log.Error("reload: component did not apply the configuration", "err", err)
-	}
-	// A change that waits for a restart is not a successful reload.
-	d.reloaded(rep.OK())
-	d.m.restart.Set(float64(len(rep.Restart)))
-	d.log.Info("reloaded", "rules", len(p.Rules().Rules()), "applied", rep.Applied, "restart", len(rep.Restart))
-}
-
-// reloaders are the components that take part in a reload, p being the
-// rules and enrichment already built from the new configuration.
-func (d *daemon) reloaders(p *pipeline.Pipeline) []config.Reloader {
-	return []config.Reloader{
-		{Name: "rules", Apply: func(_, _ *config.Config) error {
-			if err := d.dec.SetRules(p.Rules()); err != nil {
-				p.Release()
-				return err
-			}
-			// Batches, decisions and counts still using the old pipeline
-			// keep it (and its MaxMind readers) open until they finish.
-			d.pipes.Swap(p)
-			return nil
-		}},
-		{Name: "allowlist", Apply: func(o, n *config.Config) error {
-			if reflect.DeepEqual(o.Mitigation.Allowlist, n.Mitigation.Allowlist) {
-				return nil
-			}
-			allow, err := n.Allowlist()
-			if err != nil {
-				return err
-			}
-			if err := d.store.SetAllowlist(allow); err != nil {
-				return err
-			}
-			if n.Firewall.NFTables != nil && !reflect.DeepEqual(o.Mitigation.Allowlist.CIDRs, n.Mitigation.Allowlist.CIDRs) {
-				return config.NeedsRestart("mitigation.allowlist.cidrs (in the nftables sets)")
-			}
-			return nil
-		}},
-		{Name: "daemon", Apply: func(o, n *config.Config) error {
-			var fields []string
-			diff := func(name string, changed bool) {
-				if changed {
-					fields = append(fields, name)
-				}
-			}
-			diff("decision.listen", o.Decision.Listen != n.Decision.Listen)
-			diff("decision.loops", o.Decision.Loops != n.Decision.Loops)
-			diff("decision.shed_after", o.Decision.ShedAfter != n.Decision.ShedAfter)
-			diff("decision.count", o.Decision.Count != n.Decision.Count)
-			diff("decision.throttle_shadow", o.Decision.ThrottleShadow != n.Decision.ThrottleShadow)
-			diff("decision.in_flight_timeout", o.Decision.InFlightTimeout != n.Decision.InFlightTimeout)
-			diff("shedding", !reflect.DeepEqual(o.Shedding, n.Shedding))
-			diff("admin", o.Admin != n.Admin)
-			diff("sources", !reflect.DeepEqual(o.Sources, n.Sources))
-			diff("mitigation.state_dir", o.Mitigation.StateDir != n.Mitigation.StateDir)
-			diff("mitigation.max_entries", o.Mitigation.MaxEntries != n.Mitigation.MaxEntries)
-			diff("fingerprint", !reflect.DeepEqual(o.Fingerprint, n.Fingerprint))
-			diff("shadowban", !reflect.DeepEqual(o.Shadowban, n.Shadowban))
-			diff("crowdsec", !reflect.DeepEqual(o.CrowdSec, n.CrowdSec))
-			diff("blocklist", !reflect.DeepEqual(o.Blocklist, n.Blocklist))
-			diff("firewall", !reflect.DeepEqual(o.Firewall, n.Firewall))
-			diff("challenge", o.Challenge != n.Challenge)
-			diff("scoring.half_life", o.Scoring.HalfLife != n.Scoring.HalfLife)
-			diff("scoring.max_keys", o.Scoring.MaxKeys != n.Scoring.MaxKeys)
-			if len(fields) > 0 {
-				return config.NeedsRestart(fields...)
-			}
-			return nil
-		}},
-	}
 }

@@ -80,6 +80,16 @@ type testDaemon struct {
 
 func startDaemon(t testing.TB, dir string) *testDaemon {
 	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return startDaemonWith(t, dir, logger)
+}
+
+// startDaemonWith is startDaemon logging to logger.
+func startDaemonWith(t testing.TB, dir string, logger *slog.Logger) *testDaemon {
+	t.Helper()
 	td := &testDaemon{dir: dir, log: filepath.Join(dir, "access.log"), config: filepath.Join(dir, "guardd.yaml")}
 	if _, err := os.Stat(td.config); err != nil {
 		writeTestConfig(t, dir, "")
@@ -87,10 +97,6 @@ func startDaemon(t testing.TB, dir string) *testDaemon {
 	cfg, err := config.Load(td.config)
 	if err != nil {
 		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	td.d, err = newDaemon(td.config, cfg, logger, prometheus.NewRegistry())
 	if err != nil {

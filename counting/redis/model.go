@@ -51,31 +51,21 @@ type Rule struct {
 	Detection bool
 }
 
-// OnError is a rule's behaviour while the fleet store is unavailable.
-type OnError uint8
+// OnError is a rule's behaviour while the fleet store is unavailable:
+// counting's closed set, parsed once when the rule loads.
+type OnError = counting.StoreErrorPolicy
 
 // The three failure modes (DESIGN.md, on_store_error). The zero value is
 // Local.
 const (
 	// Local judges a request against this node's own counts with its share
 	// of the budget (the limit divided by the live nodes last seen).
-	Local OnError = iota
+	Local = counting.StoreErrorLocal
 	// Open allows the request.
-	Open
+	Open = counting.StoreErrorOpen
 	// Closed refuses it.
-	Closed
-	numOnError
+	Closed = counting.StoreErrorClosed
 )
-
-var onErrorNames = [numOnError]string{Local: "local", Open: "open", Closed: "closed"}
-
-// String returns the configuration name, or "other".
-func (m OnError) String() string {
-	if m < numOnError {
-		return onErrorNames[m]
-	}
-	return "other"
-}
 
 // decision is how Counter.Add made a decision: the label of
 // guardd_counting_redis_decisions_total.
@@ -107,17 +97,7 @@ func (m decision) String() string {
 }
 
 // ParseOnError parses on_store_error; "" means Local.
-func ParseOnError(s string) (OnError, error) {
-	if s == "" {
-		return Local, nil
-	}
-	for m, n := range onErrorNames {
-		if s == n {
-			return OnError(m), nil
-		}
-	}
-	return 0, fmt.Errorf("counting/redis: unknown on_store_error %q; expect 'open', 'closed' or 'local'", s)
-}
+func ParseOnError(s string) (OnError, error) { return counting.ParseStoreErrorPolicy(s) }
 
 // params is a rule's limit in Redis's unit, microseconds.
 type params struct {
@@ -142,7 +122,7 @@ func newParams(r Rule) (params, error) {
 	if r.Burst < 0 || math.IsInf(r.Burst, 0) || math.IsNaN(r.Burst) {
 		return params{}, fmt.Errorf("counting/redis: rule %q: burst %v: must be >= 0", r.Name, r.Burst)
 	}
-	if r.OnError >= numOnError {
+	if !r.OnError.Valid() {
 		return params{}, fmt.Errorf("counting/redis: rule %q: unknown on_store_error %d", r.Name, r.OnError)
 	}
 	if r.Name == "" {

@@ -123,7 +123,7 @@ type Handler struct {
 	gate     *challenge.Gate
 	now      func() time.Time
 	log      *slog.Logger
-	shed     time.Duration
+	shed     atomic.Int64 // ShedAfter, nanoseconds
 	pool     sync.Pool
 	m        *metrics
 }
@@ -154,7 +154,8 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.ShedAfter < 0 {
 		return nil, errors.New("decision: negative ShedAfter")
 	}
-	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, join: cfg.Join, shadow: cfg.Shadow, counter: cfg.Counter, clear: cfg.Clearances, gate: cfg.Challenge, now: cfg.Now, log: cfg.Logger, shed: cfg.ShedAfter}
+	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, join: cfg.Join, shadow: cfg.Shadow, counter: cfg.Counter, clear: cfg.Clearances, gate: cfg.Challenge, now: cfg.Now, log: cfg.Logger}
+	h.setShed(cfg.ShedAfter)
 	if h.clear == nil && cfg.Challenge != nil {
 		h.clear = cfg.Challenge // a passed challenge's clearance
 	}
@@ -163,9 +164,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
-	}
-	if h.shed == 0 {
-		h.shed = 100 * time.Millisecond
 	}
 	if h.enricher == nil {
 		en, err := characteristics.NewEnricher(characteristics.EnrichConfig{})
@@ -255,7 +253,7 @@ func (h *Handler) decide(w *http1.Response, r *http1.Request) {
 	start := time.Now()
 	s := h.pool.Get().(*scratch)
 	defer h.pool.Put(s)
-	if start.Sub(r.Received) > h.shed {
+	if start.Sub(r.Received) > time.Duration(h.shed.Load()) {
 		h.deny(w, Decision{Decision: verdict.Decision{Shed: true, Retry: time.Second}}, s)
 		h.m.observe(outcomeShed, start)
 		return

@@ -272,6 +272,23 @@ func (l *Limiter) Build(set *rules.Set) (*Rules, error) {
 	return rs, nil
 }
 
+// Reconfigure takes a reload's MaxKeys and Shadow; the next Build applies
+// them. A changed MaxKeys gives every rule a new local table (its counts
+// start afresh), as the rule engine's tables do on a reload; with
+// Config.NewCounter set it is not read.
+func (l *Limiter) Reconfigure(maxKeys int, shadow bool) error {
+	if maxKeys < 0 {
+		return errors.New("throttle: negative MaxKeys")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if maxKeys != l.cfg.MaxKeys && l.cfg.NewCounter == nil {
+		l.last = nil
+	}
+	l.cfg.MaxKeys, l.cfg.Shadow = maxKeys, shadow
+	return nil
+}
+
 func (l *Limiter) newCounter(r *rules.Rule, lim counting.Limit) (Counter, error) {
 	if l.cfg.NewCounter != nil {
 		return l.cfg.NewCounter(r, lim)

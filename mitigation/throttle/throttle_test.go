@@ -246,3 +246,41 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestReconfigure: a reload's max_keys reaches the local tables (new ones,
+// counts afresh) and its shadow the rules; an unchanged max_keys keeps the
+// counts.
+func TestReconfigure(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l, _ := New(Config{Registerer: reg})
+	set := load(t, rule("api", "gcra", 1, ""))
+	rs, _ := l.Build(set)
+	var r req
+	if v := r.decide(rs, "192.0.2.1", "/api/", t0); v.Refused {
+		t.Fatal("first request refused")
+	}
+	// Shadow only: the counts stay, the refusal is not enforced.
+	if err := l.Reconfigure(0, true); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ = l.Build(set)
+	if v := r.decide(rs, "192.0.2.1", "/api/", t0); v.Refused || testutil.ToFloat64(l.m.vec.WithLabelValues("api", "shadow_refused")) != 1 {
+		t.Fatalf("shadow after reconfigure: %+v, shadow_refused %v", v, testutil.ToFloat64(l.m.vec.WithLabelValues("api", "shadow_refused")))
+	}
+	// One key per table: a new table, and a second client evicts the first.
+	if err := l.Reconfigure(1, false); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ = l.Build(set)
+	for i, tc := range []struct {
+		ip      string
+		refused bool
+	}{{"192.0.2.1", false}, {"192.0.2.1", true}, {"192.0.2.2", false}, {"192.0.2.1", false}} {
+		if v := r.decide(rs, tc.ip, "/api/", t0); v.Refused != tc.refused {
+			t.Errorf("max_keys 1, request %d from %s: refused %v, want %v", i, tc.ip, v.Refused, tc.refused)
+		}
+	}
+	if l.Reconfigure(-1, false) == nil {
+		t.Error("negative max keys accepted")
+	}
+}

@@ -1,4 +1,4 @@
-# want: bad_on_store_error.bad.rego:10: metadata on_store_error: unexpected value shut; accepted: open, closed, local
+# want: bad_on_store_error.bad.rego:10: metadata on_store_error: unexpected value shut; accepted: local, open, closed
 
 # METADATA
 # title: x
