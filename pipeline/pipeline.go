@@ -50,6 +50,10 @@ type BuildOptions struct {
 	// one limit (fleet mode: counting/redis); nil, or a rule with windows
 	// or distinct, keeps the engine's local table.
 	NewCounter func(r *rules.Rule, lim counting.Limit) (engine.Counter, error)
+	// NewDistinct, when set, makes the counter of each detection rule
+	// that counts distinct values out of its local tables, one per window
+	// (fleet mode: counting/redis); nil keeps the local tables alone.
+	NewDistinct func(r *rules.Rule, local []*counting.Distinct) (engine.DistinctCounter, error)
 	// Scorer, when set, holds the anomaly scores to add to, kept across
 	// reloads; the configuration's thresholds apply to it. nil: new scores.
 	Scorer *scoring.Scorer
@@ -96,6 +100,19 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
 			}
 			p.engine.SetCounter(i, c)
+		}
+	}
+	if opts.NewDistinct != nil {
+		for i, r := range set.Rules() {
+			local := p.engine.DistinctTables(i)
+			if len(local) == 0 {
+				continue
+			}
+			c, err := opts.NewDistinct(r, local)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", r.Name, err)
+			}
+			p.engine.SetDistinct(i, c)
 		}
 	}
 	if !cfg.Log.JSON {

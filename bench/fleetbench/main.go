@@ -12,6 +12,8 @@
 //	             proxy), blackholed (SIGSTOP) and killed
 //	propagation  mitigation made on one node until enforced on another, p99
 //	single       one node: Counter.Add (fleet on) against counting.Table.Add
+//	distinct     throughput with two distinct rules, counted per node and
+//	             fleet-wide in alternate passes (not run by default)
 package main
 
 import (
@@ -94,6 +96,8 @@ func main() {
 			propagation(t)
 		case "single":
 			single()
+		case "distinct":
+			distinctThroughput(t)
 		default:
 			fatalf("unknown measurement %q", w)
 		}

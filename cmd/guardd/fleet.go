@@ -73,6 +73,30 @@ func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (en
 	}
 }
 
+// engineDistinct is pipeline.BuildOptions.NewDistinct: detection rules
+// that count distinct values share their sketches fleet-wide, each window
+// under its own name ("<rule>/<period>") when the rule has several. nil
+// without fleet mode.
+func (f *fleetParts) engineDistinct() func(r *rules.Rule, local []*counting.Distinct) (engine.DistinctCounter, error) {
+	if f == nil {
+		return nil
+	}
+	return func(r *rules.Rule, local []*counting.Distinct) (engine.DistinctCounter, error) {
+		if len(local) == 1 {
+			return f.counters.Distinct(redis.DistinctRule{Name: r.Name}, local[0], redis.DistinctConfig{})
+		}
+		cs := make([]*redis.DistinctCounter, len(local))
+		for j, d := range local {
+			c, err := f.counters.Distinct(redis.DistinctRule{Name: r.Name + "/" + time.Duration(d.Period()).String()}, d, redis.DistinctConfig{})
+			if err != nil {
+				return nil, err
+			}
+			cs[j] = c
+		}
+		return redis.NewDistinctWindows(cs...), nil
+	}
+}
+
 // reloader is fleet mode's part in a reload: the Redis connection, the
 // node's name and the fleet-wide counters' cap are taken at start.
 func (f *fleetParts) reloader() config.Reloader {
@@ -153,8 +177,9 @@ func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {
 
 // perNodeRules names the rules that count on each node alone even in
 // fleet mode (docs/fleet.md "What counts per node"), each with why:
-// several windows, a distinct count or a timing gate (counting.Windows,
-// the distinct sketches and counting.Regularity have no Redis tier), or a concurrency limit (requests in flight
+// several windows of events or a timing gate (counting.Windows and
+// counting.Regularity have no Redis tier; distinct counts share their
+// sketches, in every window), or a concurrency limit (requests in flight
 // on this node).
 func perNodeRules(rs []*rules.Rule) []string {
 	var out []string
@@ -163,7 +188,10 @@ func perNodeRules(rs []*rules.Rule) []string {
 		case r.Concurrency > 0:
 			out = append(out, r.Name+" (concurrency)")
 		case r.Distinct != nil:
-			out = append(out, r.Name+" (distinct)")
+			// Fleet-wide, every window: its sketches are shared.
+			if r.Regularity != nil {
+				out = append(out, r.Name+" (regularity)")
+			}
 		case r.Regularity != nil:
 			out = append(out, r.Name+" (regularity)")
 		case len(r.Windows) > 1:

@@ -64,7 +64,7 @@ func (d *daemon) reload() {
 func (d *daemon) newReloaders(cfg *config.Config) []config.Reloader {
 	rs := d.dec.Reloaders()
 	return append(rs,
-		d.pipes.Reloader(pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()}, d.dec.SetRules),
+		d.pipes.Reloader(pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct()}, d.dec.SetRules),
 		pipeline.StoreReloader(d.store),
 		d.fleet.reloader(),
 		outputsReloader(cfg),

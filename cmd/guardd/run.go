@@ -177,7 +177,7 @@ func (d *daemon) build(cfg *config.Config) error {
 	if d.fleet, err = newFleet(cfg, d.store, d.reg, d.log); err != nil {
 		return err
 	}
-	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter()})
+	p, err := pipeline.Build(cfg, pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct()})
 	if err != nil {
 		return err
 	}

@@ -129,12 +129,3 @@ func BenchmarkTableAddMany(b *testing.B) {
 		i += 7919
 	}
 }
-
-// mix spreads the bits of a small number into a key, as counting's tables
-// do with the keys they are given.
-func mix(key uint64) uint64 {
-	key ^= key >> 33
-	key *= 0xff51afd7ed558ccd
-	key ^= key >> 33
-	return key
-}

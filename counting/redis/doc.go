@@ -37,6 +37,13 @@
 //     number of live nodes, against the budget. Deltas that could not be
 //     sent stay pending; on recovery those whose window is still open are
 //     flushed and older ones dropped (guardd_counting_redis_dropped_events_total).
+//   - Distinct rules (DistinctCounter) count in the node's own
+//     counting.Distinct and share its sketches: every FlushInterval the
+//     sketches of each key's windows whose values changed here are merged
+//     in Redis (one idempotent Lua script per key: a union of fingerprints,
+//     a maximum of registers) and the merged ones read back, so a key's
+//     answer is what one node that saw every node's values would give, a
+//     flush interval late (docs/fleet.md "Distinct counts").
 //
 // # The error bound
 //

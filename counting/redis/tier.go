@@ -82,6 +82,7 @@ type Fleet struct {
 	off     atomic.Int64 // Redis time minus local time, ns
 	nodes   atomic.Int64 // live nodes, >= 1
 	kick    chan struct{}
+	dist    distinctTier // the distinct rules' counters (distinct.go)
 
 	mu sync.Mutex
 	// counters are the rules' counters, held weakly: a counter its rule
@@ -145,6 +146,9 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 		return nil, err
 	}
 	f := &Fleet{cfg: cfg, store: store, log: log, met: met, kick: make(chan struct{}, 1)}
+	if f.dist.met, err = newDistinctMetrics(reg); err != nil {
+		return nil, err
+	}
 	f.nodes.Store(1)
 	f.healthy.Store(true)
 	f.eps.init(f, firstEndpoint(store))
@@ -249,8 +253,11 @@ const kickGap = 10
 
 // Run flushes every FlushInterval, and sooner when a lease is used up (on
 // a lone node at most one kicked flush per FlushInterval/kickGap), until
-// ctx ends; it then flushes once more, briefly, and returns nil.
+// ctx ends; it then flushes once more, briefly, and returns nil. The
+// distinct counters' sketches are flushed every FlushInterval beside it
+// (FlushDistinct).
 func (f *Fleet) Run(ctx context.Context) error {
+	defer f.runDistinct(ctx)()
 	t := time.NewTicker(f.cfg.FlushInterval)
 	defer t.Stop()
 	gap := f.cfg.FlushInterval / kickGap

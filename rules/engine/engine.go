@@ -190,6 +190,23 @@ func (e *Engine) Rules() []*rules.Rule { return e.rules }
 // SetCounter replaces rule i's counter, for a fleet-wide tier.
 func (e *Engine) SetCounter(i int, c Counter) { e.counters[i] = c }
 
+// DistinctTables returns rule i's own tables of distinct values, one per
+// window, when the rule counts distinct values, and nil otherwise: what a
+// fleet-wide tier wraps (SetDistinct).
+func (e *Engine) DistinctTables(i int) []*counting.Distinct {
+	switch d := e.distinct[i].(type) {
+	case *counting.Distinct:
+		return []*counting.Distinct{d}
+	case *counting.Windows:
+		return d.DistinctTables()
+	}
+	return nil
+}
+
+// SetDistinct replaces rule i's distinct counter, for a fleet-wide tier;
+// the rule's own table still answers Peek, Expire and Keys.
+func (e *Engine) SetDistinct(i int, d DistinctCounter) { e.distinct[i] = d }
+
 // Counted is one counting step, as SetOnCount reports it.
 type Counted struct {
 	Rule   int    // index in Rules
