@@ -34,15 +34,10 @@ own key: the server remembers what it told each key.
 `
 
 func runBouncers(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "add" && args[0] != "list" && args[0] != "delete") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, bouncersUsage)
-			return 0
-		}
-		fmt.Fprint(stderr, bouncersUsage)
-		return 2
+	verb, code, done := pickVerb(args, []string{"add", "list", "delete"}, bouncersUsage, stdout, stderr)
+	if done {
+		return code
 	}
-	verb := args[0]
 	fl := flag.NewFlagSet("bouncers "+verb, flag.ContinueOnError)
 	configPath := fl.String("config", "", "read mitigation.state_dir from this configuration")
 	keyFile := fl.String("key-file", "", "the key file (default <state_dir>/"+crowdsec.KeyFileName+")")

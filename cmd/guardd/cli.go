@@ -9,6 +9,21 @@ import (
 	"strings"
 )
 
+// pickVerb returns args[0] when it is one of verbs. Otherwise it prints
+// usage, to stdout with exit 0 for -h, --help or help, to stderr with exit
+// 2 for anything else, and done is true.
+func pickVerb(args, verbs []string, usage string, stdout, stderr io.Writer) (verb string, exit int, done bool) {
+	if len(args) > 0 && slices.Contains(verbs, args[0]) {
+		return args[0], 0, false
+	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return "", 0, true
+	}
+	fmt.Fprint(stderr, usage)
+	return "", 2, true
+}
+
 // parseFlags parses fs's flags wherever they stand among args (Go's flag
 // package stops at the first argument; `guardd decisions delete 7 --config X`
 // must still read X) and returns the other arguments, in order. Everything

@@ -37,15 +37,10 @@ type keysJSON struct {
 }
 
 func runKeys(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "show" && args[0] != "rotate") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, keysUsage)
-			return 0
-		}
-		fmt.Fprint(stderr, keysUsage)
-		return 2
+	verb, code, done := pickVerb(args, []string{"show", "rotate"}, keysUsage, stdout, stderr)
+	if done {
+		return code
 	}
-	verb := args[0]
 	fl := flag.NewFlagSet("keys "+verb, flag.ContinueOnError)
 	configPath := fl.String("config", "", "read challenge.key_file and mitigation.state_dir from this configuration")
 	keyFile := fl.String("key-file", "", "the key file (default: the configuration's challenge.key_file)")

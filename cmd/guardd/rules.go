@@ -39,15 +39,10 @@ type ruleSource struct {
 }
 
 func runRules(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "check" && args[0] != "test") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, rulesUsage)
-			return 0
-		}
-		fmt.Fprint(stderr, rulesUsage)
-		return 2
+	verb, code, done := pickVerb(args, []string{"check", "test"}, rulesUsage, stdout, stderr)
+	if done {
+		return code
 	}
-	verb := args[0]
 	fl := flag.NewFlagSet("rules "+verb, flag.ContinueOnError)
 	useBuiltin := fl.Bool("builtin", false, "include the rule library embedded in guardd")
 	configPath := fl.String("config", "", "also take the rules a configuration loads: its rules.dirs, and the built-in library unless rules.disable_builtin")
