@@ -335,17 +335,7 @@ type distinctTier struct {
 func (d *distinctTier) live() []*DistinctCounter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*DistinctCounter, 0, len(d.counters))
-	keep := d.counters[:0]
-	for _, w := range d.counters {
-		if c := w.Value(); c != nil {
-			out = append(out, c)
-			keep = append(keep, w)
-		}
-	}
-	clear(d.counters[len(keep):])
-	d.counters = keep
-	return out
+	return liveOf(&d.counters)
 }
 
 // runDistinct flushes the distinct counters every FlushInterval until ctx

@@ -185,17 +185,21 @@ func (f *Fleet) Counter(r Rule) (*Counter, error) {
 
 // live returns the counters still in use and forgets the others.
 // f.mu must be held.
-func (f *Fleet) liveLocked() []*Counter {
-	out := make([]*Counter, 0, len(f.counters))
-	keep := f.counters[:0]
-	for _, w := range f.counters {
-		if c := w.Value(); c != nil {
-			out = append(out, c)
+func (f *Fleet) liveLocked() []*Counter { return liveOf(&f.counters) }
+
+// liveOf returns the values the pointers of *ws still point to and drops
+// the pointers whose value was collected.
+func liveOf[T any](ws *[]weak.Pointer[T]) []*T {
+	out := make([]*T, 0, len(*ws))
+	keep := (*ws)[:0]
+	for _, w := range *ws {
+		if v := w.Value(); v != nil {
+			out = append(out, v)
 			keep = append(keep, w)
 		}
 	}
-	clear(f.counters[len(keep):])
-	f.counters = keep
+	clear((*ws)[len(keep):])
+	*ws = keep
 	return out
 }
 
