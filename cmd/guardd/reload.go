@@ -62,8 +62,7 @@ func (d *daemon) reload() {
 // decision API's come before the rules', whose SetRules builds the
 // throttle rules with the limiter's new settings.
 func (d *daemon) newReloaders(cfg *config.Config) []config.Reloader {
-	rs := d.dec.Reloaders()
-	return append(rs,
+	return append(d.decisionReloaders(),
 		d.pipes.Reloader(pipeline.BuildOptions{Logger: d.log, Registerer: d.reg, NewCounter: d.fleet.engineCounter(), NewDistinct: d.fleet.engineDistinct()}, d.dec.SetRules),
 		pipeline.StoreReloader(d.store),
 		d.fleet.reloader(),
@@ -73,4 +72,36 @@ func (d *daemon) newReloaders(cfg *config.Config) []config.Reloader {
 		config.Reloader{Name: "sources", Restart: []string{"sources", "fingerprint"}},
 		config.Reloader{Name: "admin", Restart: []string{"admin"}},
 	)
+}
+
+// decisionReloaders are the decision API's parts in a reload, in the order
+// they must run: before the rules' reloader, whose SetRules builds the
+// throttle rules with the limiter's new settings.
+//
+//   - shadowban: routes, templates and headers, swapped live.
+//   - decision: shed_after live; the listener, its event loops, counting at
+//     decision time and the challenge gate are made at start.
+//   - throttle: counting.max_keys (new local tables, counts afresh) and
+//     throttle_shadow live; the in-flight timeout and the shedding classes
+//     and signals are made at start.
+//
+// They are written here, not in package decision, because config imports
+// the mitigation packages: a reloader there would be an import back up.
+func (d *daemon) decisionReloaders() []config.Reloader {
+	return []config.Reloader{
+		{Name: "shadowban", Live: []string{"shadowban"},
+			Apply: func(_, n *config.Config) error { return d.shadow.Set(n.Shadowban) }},
+		{Name: "decision", Live: []string{"decision.shed_after"},
+			Restart: []string{"decision.listen", "decision.loops", "decision.count", "challenge"},
+			Apply: func(_, n *config.Config) error {
+				d.dec.SetShedAfter(n.Decision.ShedAfter)
+				return nil
+			}},
+		{Name: "throttle", Live: []string{"counting.max_keys", "decision.throttle_shadow"},
+			Restart: []string{"decision.in_flight_timeout", "shedding"},
+			Doc:     map[string]string{"counting.max_keys": "counters start afresh"},
+			Apply: func(_, n *config.Config) error {
+				return d.limits.Reconfigure(n.Counting.MaxKeys, n.Decision.ThrottleShadow)
+			}},
+	}
 }

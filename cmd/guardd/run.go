@@ -89,8 +89,9 @@ type daemon struct {
 	pm      *pipeline.Metrics
 	store   *mitigation.Store
 	dec     *decision.Handler
-	limits  *throttle.Limiter // request-time limits: in flight, shedding
-	fleet   *fleetParts       // nil without fleet mode
+	shadow  *shadowban.Responder // the decision API's shadow-ban answers
+	limits  *throttle.Limiter    // request-time limits: in flight, shedding
+	fleet   *fleetParts          // nil without fleet mode
 	decSrv  *http1.Server
 	admin   http.Handler
 	tailer  *tail.Tailer   // nil without sources.nginx.paths
@@ -208,7 +209,7 @@ func (d *daemon) build(cfg *config.Config) error {
 // request-time limiter, the fingerprint join, the challenge gate, the
 // handler and its server.
 func (d *daemon) buildDecision(cfg *config.Config) error {
-	sb, _ := shadowban.New(cfg.Shadowban) // validated
+	d.shadow, _ = shadowban.New(cfg.Shadowban) // validated
 	var counter decision.Counter
 	var err error
 	if cfg.Decision.Count {
@@ -240,7 +241,7 @@ func (d *daemon) buildDecision(cfg *config.Config) error {
 	}
 	// The holder is the decision API's enricher: a reload reaches it, and a
 	// MaxMind reader is closed only once no decision uses it.
-	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: d.pipes.Load().Rules(), Enricher: d.pipes, Join: join, Shadow: sb, Counter: counter,
+	d.dec, err = decision.New(decision.Config{Store: d.store, Rules: d.pipes.Load().Rules(), Enricher: d.pipes, Join: join, Shadow: d.shadow, Counter: counter,
 		Throttle: d.limits, ShedAfter: cfg.Decision.ShedAfter, Challenge: gate, Registerer: d.reg, Logger: d.log})
 	if err != nil {
 		return err

@@ -155,7 +155,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("decision: negative ShedAfter")
 	}
 	h := &Handler{store: cfg.Store, enricher: cfg.Enricher, join: cfg.Join, shadow: cfg.Shadow, counter: cfg.Counter, clear: cfg.Clearances, gate: cfg.Challenge, now: cfg.Now, log: cfg.Logger}
-	h.setShed(cfg.ShedAfter)
+	h.SetShedAfter(cfg.ShedAfter)
 	if h.clear == nil && cfg.Challenge != nil {
 		h.clear = cfg.Challenge // a passed challenge's clearance
 	}
@@ -218,6 +218,16 @@ func (h *Handler) SetRules(set *rules.Set) error {
 	}
 	h.state.Store(st)
 	return nil
+}
+
+// SetShedAfter sets how long a request may wait for a decision before it
+// is shed (Config.ShedAfter); 0 means 100ms. It is safe to call while
+// requests are decided, as a reload does.
+func (h *Handler) SetShedAfter(d time.Duration) {
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	h.shed.Store(int64(d))
 }
 
 // ServeHTTP1 routes /v1/decide and /v1/respond; it is the handler of the
