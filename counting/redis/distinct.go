@@ -157,8 +157,8 @@ type sentMark struct {
 // local table); one nobody references leaves the flush loop once the
 // garbage collector has freed it.
 func (f *Fleet) Distinct(r DistinctRule, local *counting.Distinct, cfg DistinctConfig) (*DistinctCounter, error) {
-	if r.Name == "" {
-		return nil, fmt.Errorf("counting/redis: distinct rule needs a name")
+	if err := checkName(r.Name); err != nil {
+		return nil, err
 	}
 	if local == nil {
 		return nil, fmt.Errorf("counting/redis: distinct rule %s: no local table", r.Name)

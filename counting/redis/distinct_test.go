@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -365,5 +367,29 @@ func TestDistinctEvictedKeyAnswer(t *testing.T) {
 	defer sh.Unlock()
 	if len(sh.Ext.views) != views {
 		t.Errorf("%d views after a key was made again, want %d", len(sh.Ext.views), views)
+	}
+}
+
+// TestRuleNameBraces: a rule whose name holds a brace is refused, naming
+// the rule: its keys would not share a Redis Cluster slot.
+func TestRuleNameBraces(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 10, 0, time.UTC)
+	f, err := New(Config{Node: "a", Now: func() time.Time { return t0 }}, newSketchFake(t0), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _ := counting.NewDistinct(counting.DistinctConfig{Period: time.Minute, Limit: 3})
+	for _, name := range []string{"a{b", "}x", "{}", "x}"} {
+		_, err := f.Counter(Rule{Name: name, Limit: counting.Limit{Period: time.Minute, Requests: 10}})
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(name)) || !strings.Contains(err.Error(), "'{' or '}'") {
+			t.Errorf("Counter %q: %v", name, err)
+		}
+		_, err = f.Distinct(DistinctRule{Name: name}, local, DistinctConfig{})
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(name)) {
+			t.Errorf("Distinct %q: %v", name, err)
+		}
+	}
+	if _, err := f.Distinct(DistinctRule{Name: "ok/10m0s"}, local, DistinctConfig{}); err != nil {
+		t.Error(err)
 	}
 }
