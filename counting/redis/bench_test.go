@@ -129,3 +129,11 @@ func BenchmarkTableAddMany(b *testing.B) {
 		i += 7919
 	}
 }
+
+// mix spreads the bits of a benchmark's key, as counting's tables do.
+func mix(key uint64) uint64 {
+	key ^= key >> 33
+	key *= 0xff51afd7ed558ccd
+	key ^= key >> 33
+	return key
+}

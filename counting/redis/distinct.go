@@ -70,42 +70,70 @@ type DistinctCounter struct {
 	local   *counting.Distinct
 	prefix  string // "guardd:{<name>:"
 	period  int64
-	perSh   int
 	perFlsh int
 	pass    atomic.Uint64 // collect passes
-	shards  [distinctShards]dfshard
+	keys    counting.Sharded[dfkey, int32, dfext]
 }
 
-type dfshard struct {
-	mu      sync.Mutex
-	slots   []dfkey  // distinct_keys.go
-	n       int      // keys in slots
-	views   []dfview // at each slot's vi, stable
-	vfree   []int32
+// dfshard is one shard of a DistinctCounter's keys: the counting.Sharded
+// table the local tables use, each key's dfkey in the array that probing
+// reads (56 bytes a slot with the key) and, in the second array, the index
+// of its dfview in the shard's views, which do not move when slots do and
+// take no room in the slots that are empty (a view is 320 bytes). A slot
+// moves when its shard grows or a key before it is deleted: a flush keeps
+// the key and its generation, and looks the key up again to settle it.
+type dfshard = counting.Shard[dfkey, int32, dfext]
+
+// dfext is what a shard holds beside its keys.
+type dfext struct {
 	touched []uint64 // keys to look at in the next flush, each once
-	rng     uint64
-	_       [64]byte
+	views   []dfview // at each key's index, stable
+	vfree   []int32  // indexes of views no key holds
+	gen     uint32   // generations handed out
 }
 
-// dfkey is what every AddDistinct reads of one key (56 bytes, a slot of
-// the shard's table); dfview, at its index vi, what the
-// node knows of the key fleet-wide: while the fleet's sketches hold
-// values the local table does not (dfAdds), the view, the union of both,
-// kept up to date by AddDistinct as the local table is. Only those keys'
-// AddDistinct reads it.
+// newLocked gives the new key in slot i a generation and an empty view.
+func newLocked(sh *dfshard, i int) {
+	e := &sh.Ext
+	var vi int32
+	if n := len(e.vfree); n > 0 {
+		vi, e.vfree = e.vfree[n-1], e.vfree[:n-1]
+		e.views[vi] = dfview{}
+	} else {
+		e.views = append(e.views, dfview{})
+		vi = int32(len(e.views) - 1)
+	}
+	*sh.Side(i) = vi
+	e.gen++
+	sh.Val(i).gen = e.gen
+}
+
+// viewOf returns the view of the key in slot i.
+func viewOf(sh *dfshard, i int) *dfview { return &sh.Ext.views[*sh.Side(i)] }
+
+// releaseLocked frees the view of the key in slot i, before the slot is
+// deleted, and returns i.
+func releaseLocked(sh *dfshard, i int) int {
+	sh.Ext.vfree = append(sh.Ext.vfree, *sh.Side(i))
+	return i
+}
+
+// dfkey is what every AddDistinct reads of one key; dfview, in the slot's
+// second array, what the node knows of the key fleet-wide: while the
+// fleet's sketches hold values the local table does not (dfAdds), the
+// view, the union of both, kept up to date by AddDistinct as the local
+// table is. Only those keys' AddDistinct reads it.
 type dfkey struct {
-	key    uint64
 	last   int64     // event time of the last local Add (ns)
 	seen   int64     // when Redis last answered for it (ns); 0: never
 	rwin   int64     // the window of recent
 	recent [4]uint32 // a few values of window rwin added here, to tell repeats cheaply
-	vi     int32     // index of the key's dfview
+	gen    uint32    // tells this key's entry from one made later for the same key
 	rn     uint8
 	flags  uint8
 }
 
 type dfview struct {
-	gen        uint32             // tells this key's view from a later one in the same place
 	vstart     int64              // start of view[0]'s window (unix ns); 0: none
 	vcur, vuni float64            // view's estimates: its current window, both
 	view       [2]counting.Sketch // windows vstart and vstart-period
@@ -129,8 +157,8 @@ type sentMark struct {
 // local table); one nobody references leaves the flush loop once the
 // garbage collector has freed it.
 func (f *Fleet) Distinct(r DistinctRule, local *counting.Distinct, cfg DistinctConfig) (*DistinctCounter, error) {
-	if r.Name == "" {
-		return nil, fmt.Errorf("counting/redis: distinct rule needs a name")
+	if err := checkName(r.Name); err != nil {
+		return nil, err
 	}
 	if local == nil {
 		return nil, fmt.Errorf("counting/redis: distinct rule %s: no local table", r.Name)
@@ -145,10 +173,8 @@ func (f *Fleet) Distinct(r DistinctRule, local *counting.Distinct, cfg DistinctC
 		cfg.MaxPerFlush = DefaultDistinctPerFlush
 	}
 	c := &DistinctCounter{f: f, rule: r, local: local, prefix: "guardd:{" + r.Name + ":", period: local.Period(),
-		perSh: max(cfg.MaxKeys/distinctShards, 1), perFlsh: cfg.MaxPerFlush}
-	for i := range c.shards {
-		c.shards[i].rng = uint64(i)*counting.ZeroKey + 1
-	}
+		perFlsh: cfg.MaxPerFlush}
+	c.keys.Init(distinctShards, cfg.MaxKeys/distinctShards)
 	f.dist.mu.Lock()
 	f.dist.counters = append(f.dist.counters, weak.Make(c))
 	f.dist.mu.Unlock()
@@ -158,27 +184,26 @@ func (f *Fleet) Distinct(r DistinctRule, local *counting.Distinct, cfg DistinctC
 // Local returns the counter's local table.
 func (c *DistinctCounter) Local() *counting.Distinct { return c.local }
 
-func (c *DistinctCounter) shardOf(key uint64) *dfshard {
-	return &c.shards[mix(key)>>(64-4)] // distinctShards = 16
-}
-
 // AddDistinct records value for key at now (unix ns) in the local table
 // and returns the key's estimate of distinct values fleet-wide: the union
 // of the local sketches and the fleet's as last read back. It allocates
 // nothing once the key's shard has grown to hold it.
 func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Result {
 	r := c.local.Add(key, value, now)
-	if key == 0 {
-		key = counting.ZeroKey
+	sh, key := c.keys.Place(key)
+	sh.Lock()
+	defer sh.Unlock()
+	i, found := sh.Claim(key)
+	if i < 0 {
+		i = sh.Make(key, func() int { return c.victimLocked(sh) })
 	}
-	sh := c.shardOf(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i, ok := sh.findLocked(key)
-	if !ok {
-		i = c.newKeyLocked(sh, key)
+	if i < 0 {
+		return r // no room: the local count
 	}
-	k := &sh.slots[i]
+	if !found {
+		newLocked(sh, i)
+	}
+	k := sh.Val(i)
 	k.last = max(k.last, now)
 	// A repeat of a value added here lately changes no sketch: most events
 	// cost the flush nothing. Anything else may, and is looked at.
@@ -192,14 +217,14 @@ func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Res
 			k.rn++
 		}
 		k.flags |= dfChanged
-		c.touchLocked(sh, k)
+		touchLocked(sh, key, k)
 	} else if k.flags&dfTouched == 0 && now-k.seen >= distinctRefresh*int64(c.f.cfg.FlushInterval) {
-		c.touchLocked(sh, k) // in use, and what the fleet said of it is old: a flush sees whether to read it
+		touchLocked(sh, key, k) // in use, and what the fleet said of it is old: a flush sees whether to read it
 	}
 	if k.flags&dfAdds == 0 {
 		return r // the fleet knows nothing the local table does not
 	}
-	v := &sh.views[k.vi]
+	v := viewOf(sh, i)
 	c.insertLocked(k, v, value, ws)
 	return c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 }
@@ -213,11 +238,11 @@ func (k *dfkey) holdsRecent(value uint64) bool {
 	return k.recent[0] == f || k.recent[1] == f || k.recent[2] == f || k.recent[3] == f
 }
 
-// touchLocked lists k for the next flush.
-func (c *DistinctCounter) touchLocked(sh *dfshard, k *dfkey) {
+// touchLocked lists key, whose entry is k, for the next flush.
+func touchLocked(sh *dfshard, key uint64, k *dfkey) {
 	if k.flags&dfTouched == 0 {
 		k.flags |= dfTouched
-		sh.touched = append(sh.touched, k.key)
+		sh.Ext.touched = append(sh.Ext.touched, key)
 	}
 }
 
@@ -253,14 +278,11 @@ func (v *dfview) estimate() {
 // Peek returns key's fleet-wide estimate at now without recording
 // anything.
 func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
-	if key == 0 {
-		key = counting.ZeroKey
-	}
-	sh := c.shardOf(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if i, ok := sh.findLocked(key); ok && sh.slots[i].flags&dfAdds != 0 {
-		v := &sh.views[sh.slots[i].vi]
+	sh, k := c.keys.Place(key)
+	sh.Lock()
+	defer sh.Unlock()
+	if i := sh.Lookup(k); i >= 0 && sh.Val(i).flags&dfAdds != 0 {
+		v := viewOf(sh, i)
 		if c.local.WindowStart(now) < v.vstart+2*c.period {
 			return c.local.ResultOf(v.vstart, v.vcur, v.vuni, now)
 		}
@@ -268,44 +290,24 @@ func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
 	return c.local.Peek(key, now)
 }
 
-// newKeyLocked makes key's entry, dropping a sampled least recently used
-// one when the shard is full, and returns its slot.
-func (c *DistinctCounter) newKeyLocked(sh *dfshard, key uint64) int {
-	if sh.n >= c.perSh {
-		c.evictLocked(sh)
-	}
-	return sh.insertLocked(key)
-}
-
-// evictLocked drops the least recently used of a few sampled keys.
-func (c *DistinctCounter) evictLocked(sh *dfshard) {
+// victimLocked picks the key a full shard drops: the least recently used
+// of a sample.
+func (c *DistinctCounter) victimLocked(sh *dfshard) int {
 	victim, oldest := -1, int64(0)
-	mask := len(sh.slots) - 1
-	for s := 0; s < 5; s++ {
-		sh.rng = sh.rng*6364136223846793005 + 1442695040888963407
-		i := int(sh.rng>>33) & mask
-		for sh.slots[i].key == 0 { // a full shard has keys
-			i = (i + 1) & mask
-		}
-		if k := &sh.slots[i]; victim < 0 || k.last < oldest {
+	for i, k := range sh.Sample() {
+		if victim < 0 || k.last < oldest {
 			victim, oldest = i, k.last
 		}
 	}
-	sh.deleteLocked(victim)
+	if victim < 0 {
+		return -1
+	}
 	c.f.dist.met.evicted.Inc()
+	return releaseLocked(sh, victim)
 }
 
 // Len returns the keys whose fleet state the node keeps.
-func (c *DistinctCounter) Len() int {
-	n := 0
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		n += sh.n
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (c *DistinctCounter) Len() int { return c.keys.Len() }
 
 // SketchOp is one key's exchange with Redis in a flush: the key's
 // sketches of two windows, each merged into the fleet's (an empty one is
@@ -484,37 +486,35 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 	budget, reads := c.perFlsh, max(c.perFlsh/8, 1)
 	refresh := distinctRefresh * int64(c.f.cfg.FlushInterval)
 	sweep := c.pass.Add(1)%distinctRefresh == 0
-	for si := range c.shards {
-		sh := &c.shards[si]
-		sh.mu.Lock()
+	shards := c.keys.Shards()
+	for si := range shards {
+		sh := &shards[si]
+		sh.Lock()
 		if sweep {
 			// Keys idle for two periods have nothing left in the period.
-			for i := 0; i < len(sh.slots); {
-				if k := &sh.slots[i]; k.key != 0 && k.flags&(dfTouched|dfFlying) == 0 && now-k.last >= 2*c.period {
-					sh.deleteLocked(i) // slot i now holds the next of its run: look again
-					continue
+			for i, k := range sh.All() {
+				if k.flags&(dfTouched|dfFlying) == 0 && now-k.last >= 2*c.period {
+					sh.Delete(releaseLocked(sh, i))
 				}
-				i++
 			}
 		}
-		keep := sh.touched[:0]
-		for j, key := range sh.touched {
-			i, ok := sh.findLocked(key)
-			if !ok {
+		keep := sh.Ext.touched[:0]
+		for _, key := range sh.Ext.touched {
+			i := sh.Lookup(key)
+			if i < 0 {
 				continue
 			}
-			k := &sh.slots[i]
-			v := &sh.views[k.vi]
+			k, v := sh.Val(i), viewOf(sh, i)
 			if budget == 0 || k.flags&dfFlying != 0 {
 				if budget == 0 && k.flags&dfFlying == 0 {
 					c.f.dist.met.deferred.Inc()
 				}
-				keep = append(keep, sh.touched[j])
+				keep = append(keep, key)
 				continue
 			}
 			if now-k.last >= 2*c.period {
 				// Nothing of it is left in the period: forget it.
-				sh.deleteLocked(i)
+				sh.Delete(releaseLocked(sh, i))
 				continue
 			}
 			changed := k.flags&dfChanged != 0
@@ -529,7 +529,7 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 			}
 			start := c.local.WindowStart(now)
 			op := SketchOp{TTL: max(2*c.period/int64(time.Millisecond), 1)}
-			ref := dref{c: c, key: key, gen: v.gen, win: start}
+			ref := dref{c: c, key: key, gen: k.gen, win: start}
 			for w := range 2 {
 				ws := start - int64(w)*c.period
 				op.Key[w] = c.sketchKey(key, ws)
@@ -574,9 +574,9 @@ func (c *DistinctCounter) collect(ops []SketchOp, refs []dref, now int64, nodes 
 				k.flags &^= dfTouched
 			}
 		}
-		clear(sh.touched[len(keep):])
-		sh.touched = keep
-		sh.mu.Unlock()
+		clear(sh.Ext.touched[len(keep):])
+		sh.Ext.touched = keep
+		sh.Unlock()
 	}
 	return ops, refs
 }
@@ -614,21 +614,20 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 			}
 		}
 	}
-	sh := c.shardOf(r.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	i, found := sh.findLocked(r.key)
-	if !found || sh.views[sh.slots[i].vi].gen != r.gen {
+	sh := c.keys.For(r.key)
+	sh.Lock()
+	defer sh.Unlock()
+	i := sh.Lookup(r.key)
+	if i < 0 || sh.Val(i).gen != r.gen {
 		return // forgotten meanwhile
 	}
-	k := &sh.slots[i]
-	v := &sh.views[k.vi]
+	k, v := sh.Val(i), viewOf(sh, i)
 	k.flags &^= dfFlying
 	if !ok {
 		if r.wrote {
 			k.flags |= dfChanged // to be sent again
 		}
-		c.touchLocked(sh, k)
+		touchLocked(sh, r.key, k)
 		return
 	}
 	if r.wrote {
@@ -660,7 +659,7 @@ func (c *DistinctCounter) settle(r dref, rep [2][]byte, ok bool) {
 	k.seen = now
 	if k.flags&dfTouched == 0 && now-k.last < distinctRefresh*int64(c.f.cfg.FlushInterval) &&
 		c.nearLocked(r.key, k, v, now, int(c.f.nodes.Load())) {
-		c.touchLocked(sh, k)
+		touchLocked(sh, r.key, k)
 	}
 }
 

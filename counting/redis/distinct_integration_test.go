@@ -272,3 +272,70 @@ func TestSketchScriptMatchesUnion(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctFleetCluster: TestDistinctFleetThreeNodes against a Redis
+// Cluster of three masters (redis-cli --cluster create). Each script's two
+// window keys share their hash tag {<rule>:<key>}, so no merge fails with
+// CROSSSLOT; the rule's keys spread over every master; and a key whose
+// values are spread over the three nodes, none enough alone, is over its
+// limit on every node after two flushes.
+func TestDistinctFleetCluster(t *testing.T) {
+	cl := redistest.Cluster(t)
+	var addrs []string
+	for _, s := range cl {
+		addrs = append(addrs, s.Addr)
+	}
+	const (
+		period = time.Minute
+		limit  = 6
+		keys   = 60
+	)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 11, 28, 12, 0, 30, 0, time.UTC).UnixNano())
+	nodes := startDistinctNodes(t, Options{Addresses: addrs, Mode: Cluster}, 3, period, limit, &clock, Config{})
+	ctx := context.Background()
+	for range 2 { // heartbeats: every node sees three live
+		for _, n := range nodes {
+			n.f.Flush(ctx)
+		}
+		clock.Add(int64(DefaultNodeTTL))
+	}
+	for _, n := range nodes {
+		if got := n.f.Status().LiveNodes; got != 3 {
+			t.Fatalf("%s sees %d live nodes", n.f.cfg.Node, got)
+		}
+	}
+	now := clock.Load()
+	for k := range uint64(keys) {
+		for i := range uint64(9) { // three values per node, limit 6
+			if r := nodes[i%3].c.AddDistinct(k+1, k<<8|i, now); r.Exceeded {
+				t.Fatalf("key %d: node %d crossed the limit alone: %+v (the test's premise)", k+1, i%3, r)
+			}
+		}
+	}
+	for range 2 {
+		for _, n := range nodes {
+			n.f.FlushDistinct(ctx)
+		}
+	}
+	for i, n := range nodes {
+		for _, outcome := range []string{"error", "timeout", "skipped"} {
+			if v := testutil.ToFloat64(n.f.dist.met.flushes.WithLabelValues(outcome)); v != 0 {
+				t.Errorf("node %d: %v flushes %s", i, v, outcome)
+			}
+		}
+		if v := testutil.ToFloat64(n.f.dist.met.flushes.WithLabelValues("ok")); v < 3 {
+			t.Errorf("node %d: %v flushes ok, want one per master at least", i, v)
+		}
+		for k := range uint64(keys) {
+			if r := n.c.Peek(k+1, now); !r.Exceeded || r.Count < limit {
+				t.Errorf("node %d key %d: %+v, want over %d", i, k+1, r, limit)
+			}
+		}
+	}
+	for i, s := range cl {
+		if n, err := s.Cmd("DBSIZE"); err != nil || n == "0" {
+			t.Errorf("master %d holds %s keys (%v): the rule's keys are not spread", i, n, err)
+		}
+	}
+}

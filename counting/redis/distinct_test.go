@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,49 +247,6 @@ func TestDistinctConcurrent(t *testing.T) {
 	}
 }
 
-// TestDistinctKeysTable: a shard's open-addressing table against a map,
-// through inserts, deletes (backward shift) and growth; every view index
-// stays owned by one key.
-func TestDistinctKeysTable(t *testing.T) {
-	var sh dfshard
-	ref := map[uint64]int64{}
-	r := uint64(7)
-	for step := range 20_000 {
-		r = r*6364136223846793005 + 1442695040888963407
-		key := r>>54 + 1 // 1024 keys: inserts and deletes meet
-		i, ok := sh.findLocked(key)
-		if _, want := ref[key]; ok != want {
-			t.Fatalf("step %d: key %d found %v, want %v", step, key, ok, want)
-		}
-		switch {
-		case !ok:
-			i = sh.insertLocked(key)
-			sh.slots[i].last = int64(step)
-			ref[key] = int64(step)
-		case r&1 == 0:
-			sh.deleteLocked(i)
-			delete(ref, key)
-		default:
-			if sh.slots[i].last != ref[key] {
-				t.Fatalf("step %d: key %d holds %d, want %d", step, key, sh.slots[i].last, ref[key])
-			}
-		}
-	}
-	if sh.n != len(ref) {
-		t.Fatalf("%d keys, want %d", sh.n, len(ref))
-	}
-	owners := map[int32]uint64{}
-	for _, k := range sh.slots {
-		if k.key == 0 {
-			continue
-		}
-		if o, dup := owners[k.vi]; dup {
-			t.Fatalf("view %d held by keys %d and %d", k.vi, o, k.key)
-		}
-		owners[k.vi] = k.key
-	}
-}
-
 // TestDistinctEviction: past MaxKeys a shard drops a key, which answers
 // from the local table; the counter stays at its cap.
 func TestDistinctEviction(t *testing.T) {
@@ -370,5 +329,67 @@ func TestDistinctWindowsFleet(t *testing.T) {
 		if got := n.AddDistinct(9, uint64(i), now); got != want {
 			t.Errorf("node %d: %+v, one node %+v", i, got, want)
 		}
+	}
+}
+
+// TestDistinctEvictedKeyAnswer: the answer to a flush of a key that was
+// dropped from a full shard and made again meanwhile is not kept for the
+// new entry (its generation differs), and the views of dropped keys are
+// used again rather than grown.
+func TestDistinctEvictedKeyAnswer(t *testing.T) {
+	a, b, now := distinctPair(t, 1000)
+	for v := range uint64(50) {
+		b.AddDistinct(1, v+1000, *now)
+	}
+	b.f.FlushDistinct(context.Background())
+	a.AddDistinct(1, 1, *now)
+	var ops []SketchOp
+	var refs []dref
+	ops, refs = a.collect(ops, refs, *now, 2)
+	if len(refs) != 1 {
+		t.Fatalf("%d ops, want 1", len(refs))
+	}
+	rep := make([][2][]byte, 1)
+	if err := b.f.store.(SketchStore).MergeSketches(context.Background(), ops, rep, make([]error, 1)); err != nil {
+		t.Fatal(err)
+	}
+	sh := a.keys.For(refs[0].key)
+	sh.Lock()
+	views := len(sh.Ext.views)
+	sh.Delete(releaseLocked(sh, sh.Lookup(refs[0].key))) // as an eviction does
+	sh.Unlock()
+	a.AddDistinct(1, 2, *now) // made again
+	a.settle(refs[0], rep[0], true)
+	if r := a.Peek(1, *now); r.Count != 2 {
+		t.Errorf("after a stale answer: count %v, want the local 2", r.Count)
+	}
+	sh.Lock()
+	defer sh.Unlock()
+	if len(sh.Ext.views) != views {
+		t.Errorf("%d views after a key was made again, want %d", len(sh.Ext.views), views)
+	}
+}
+
+// TestRuleNameBraces: a rule whose name holds a brace is refused, naming
+// the rule: its keys would not share a Redis Cluster slot.
+func TestRuleNameBraces(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 10, 0, time.UTC)
+	f, err := New(Config{Node: "a", Now: func() time.Time { return t0 }}, newSketchFake(t0), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _ := counting.NewDistinct(counting.DistinctConfig{Period: time.Minute, Limit: 3})
+	for _, name := range []string{"a{b", "}x", "{}", "x}"} {
+		_, err := f.Counter(Rule{Name: name, Limit: counting.Limit{Period: time.Minute, Requests: 10}})
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(name)) || !strings.Contains(err.Error(), "'{' or '}'") {
+			t.Errorf("Counter %q: %v", name, err)
+		}
+		_, err = f.Distinct(DistinctRule{Name: name}, local, DistinctConfig{})
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(name)) {
+			t.Errorf("Distinct %q: %v", name, err)
+		}
+	}
+	if _, err := f.Distinct(DistinctRule{Name: "ok/10m0s"}, local, DistinctConfig{}); err != nil {
+		t.Error(err)
 	}
 }

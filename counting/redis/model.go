@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/guardd/guardd/counting"
@@ -108,6 +109,21 @@ type params struct {
 	interval float64 // µs per request (gcra), period/limit
 }
 
+// checkName refuses a rule name that cannot name Redis keys: every key of
+// a rule's key is hash-tagged "guardd:{<name>:<key>}…" so that one script's
+// keys share a Redis Cluster slot, and a brace in the name would move or
+// end the tag (a name "}x" would leave the windows' keys of one script on
+// different slots, which Cluster refuses).
+func checkName(name string) error {
+	if name == "" {
+		return fmt.Errorf("counting/redis: rule without a name")
+	}
+	if strings.ContainsAny(name, "{}") {
+		return fmt.Errorf("counting/redis: rule %q: a fleet-wide rule's name must not contain '{' or '}' (its Redis keys are hash-tagged {<rule>:<key>})", name)
+	}
+	return nil
+}
+
 func newParams(r Rule) (params, error) {
 	l := r.Limit
 	if l.Algorithm.String() == "other" {
@@ -125,8 +141,8 @@ func newParams(r Rule) (params, error) {
 	if !r.OnError.Valid() {
 		return params{}, fmt.Errorf("counting/redis: rule %q: unknown on_store_error %d", r.Name, r.OnError)
 	}
-	if r.Name == "" {
-		return params{}, fmt.Errorf("counting/redis: rule without a name")
+	if err := checkName(r.Name); err != nil {
+		return params{}, err
 	}
 	p := params{alg: l.Algorithm, period: l.Period.Microseconds(), limit: l.Requests, burst: r.Burst}
 	if p.burst == 0 {
