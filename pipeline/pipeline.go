@@ -92,7 +92,7 @@ func Build(cfg *config.Config, opts BuildOptions) (*Pipeline, error) {
 	}
 	if opts.NewCounter != nil {
 		for i, r := range set.Rules() {
-			if r.Action == mitigation.ActionThrottle || len(r.Windows) > 1 || r.Distinct != nil {
+			if r.Action == mitigation.ActionThrottle || r.Distinct != nil {
 				continue
 			}
 			c, err := opts.NewCounter(r, counting.Limit{Algorithm: r.Algorithm, Period: r.Period, Requests: r.Requests, Burst: r.Burst})

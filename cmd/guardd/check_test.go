@@ -33,7 +33,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"good", []string{"--config", good}, 0, []string{good + ": ok", "test_login", "login_bruteforce", "inputs: nginx logs /nonexistent/access.log", "CrowdSec bouncer API on 127.0.0.1:9482", "warning: sources.nginx.paths: nothing matches"}},
 		{"fleet names the rules counted per node", []string{write("fleet.yaml", "sources: {nginx: {paths: [/x]}}\nfleet: {node: a, redis: {addresses: [\"127.0.0.1:1\"]}}\n")}, 0,
-			[]string{"fleet: counted on each node alone, not fleet-wide:", "login_bruteforce (windows)"}},
+			[]string{"fleet: counted on each node alone, not fleet-wide:", "regular_scraping (regularity)"}},
 		{"good, file as argument", []string{good}, 0, []string{good + ": ok"}},
 		{"unknown key names its line", []string{"--config", write("unknown.yaml", "sources: {nginx: {paths: [/x]}}\nadmn:\n  listen: x\n")}, 1, []string{`unknown key "admn" at `, `unknown.yaml:2; did you mean "admin"?`}},
 		{"bad rule", []string{"--config", write("badrule.yaml", "sources: {nginx: {paths: [/x]}}\nrules: {dirs: ["+badRules+"]}\n")}, 1, []string{"bad.rego:"}},
@@ -58,14 +58,14 @@ func TestCheck(t *testing.T) {
 func TestPerNodeRules(t *testing.T) {
 	rs := []*rules.Rule{
 		{Name: "one_limit", Windows: []rules.Window{{}}},
-		{Name: "two_windows", Windows: []rules.Window{{}, {}}},
+		{Name: "two_windows", Windows: []rules.Window{{}, {}}},                                               // fleet-wide: a Counter per window
 		{Name: "scan", Distinct: &characteristics.Characteristic{}, Windows: []rules.Window{{}}},             // fleet-wide: its sketches are shared
 		{Name: "scan_windows", Distinct: &characteristics.Characteristic{}, Windows: []rules.Window{{}, {}}}, // in every window
 		{Name: "in_flight", Concurrency: 4},
 		{Name: "regular", Windows: []rules.Window{{}}, Regularity: &rules.Regularity{MinEvents: 20, MaxCV: 0.2}},
 	}
 	got := strings.Join(perNodeRules(rs), ", ")
-	if want := "two_windows (windows), in_flight (concurrency), regular (regularity)"; got != want {
+	if want := "in_flight (concurrency), regular (regularity)"; got != want {
 		t.Errorf("perNodeRules = %q, want %q", got, want)
 	}
 }

@@ -63,13 +63,27 @@ func (f *fleetParts) newCounter(r *rules.Rule, lim counting.Limit) (throttle.Cou
 }
 
 // engineCounter is pipeline.BuildOptions.NewCounter: detection rules
-// count fleet-wide too. nil without fleet mode.
+// count fleet-wide too, each window under its own name ("<rule>/<period>")
+// when the rule has several. nil without fleet mode.
 func (f *fleetParts) engineCounter() func(r *rules.Rule, lim counting.Limit) (engine.Counter, error) {
 	if f == nil {
 		return nil
 	}
 	return func(r *rules.Rule, lim counting.Limit) (engine.Counter, error) {
-		return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: r.OnStoreError, Detection: true})
+		if len(r.Windows) <= 1 {
+			return f.counters.Counter(redis.Rule{Name: r.Name, Limit: lim, OnError: r.OnStoreError, Detection: true})
+		}
+		cs := make([]*redis.Counter, len(r.Windows))
+		for j, w := range r.Windows {
+			wl := lim
+			wl.Period, wl.Requests = w.Period, w.Requests
+			c, err := f.counters.Counter(redis.Rule{Name: r.Name + "/" + w.Period.String(), Limit: wl, OnError: r.OnStoreError, Detection: true})
+			if err != nil {
+				return nil, err
+			}
+			cs[j] = c
+		}
+		return redis.NewWindows(cs...), nil
 	}
 }
 
@@ -176,11 +190,10 @@ func (f *fleetParts) status(rs []*rules.Rule) *fleetStatus {
 }
 
 // perNodeRules names the rules that count on each node alone even in
-// fleet mode (docs/fleet.md "What counts per node"), each with why:
-// several windows of events or a timing gate (counting.Windows and
-// counting.Regularity have no Redis tier; distinct counts share their
-// sketches, in every window), or a concurrency limit (requests in flight
-// on this node).
+// fleet mode (docs/fleet.md "What counts per node"), each with why: a
+// timing gate (counting.Regularity has no Redis tier; counts of events and
+// of distinct values are shared, in every window), or a concurrency limit
+// (requests in flight on this node).
 func perNodeRules(rs []*rules.Rule) []string {
 	var out []string
 	for _, r := range rs {
@@ -194,8 +207,6 @@ func perNodeRules(rs []*rules.Rule) []string {
 			}
 		case r.Regularity != nil:
 			out = append(out, r.Name+" (regularity)")
-		case len(r.Windows) > 1:
-			out = append(out, r.Name+" (windows)")
 		}
 	}
 	return out

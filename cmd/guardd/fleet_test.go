@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +27,11 @@ func TestDaemonFleet(t *testing.T) {
 	var ds []*testDaemon
 	for _, node := range []string{"edge-1", "edge-2"} {
 		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "rules"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "rules", "login.rego"), []byte(testRule), 0o644)
+		os.WriteFile(filepath.Join(dir, "rules", "pages.rego"), []byte(twoWindowRule), 0o644)
 		writeTestConfig(t, dir, fmt.Sprintf("fleet:\n  node: %s\n  redis:\n    addresses: [%q]\n", node, srv.Addr))
 		td := startDaemon(t, dir)
 		defer td.stop(t)
@@ -111,7 +118,56 @@ func TestDaemonFleet(t *testing.T) {
 		code, _ := ds[0].decide(t, "198.51.100.9", "/")
 		return code == code0
 	})
+
+	// A rule with two windows (100 a minute, 5 an hour) counts each
+	// fleet-wide, under its own keys: three pages on each node are over
+	// the hour's limit fleet-wide, and neither node counts it alone.
+	if per := ds[0].d.status().(statusJSON).Fleet.PerNode; len(per) != 0 {
+		t.Errorf("rules counted per node: %v, want none", per)
+	}
+	now = time.Now()
+	for i, td := range ds {
+		for j := range 3 {
+			td.appendLines(t, logLine("198.51.100.23", "/page", 200, now.Add(time.Duration(3*i+j)*time.Millisecond)))
+		}
+	}
+	testwait.Until(t, patience, "both nodes' six pages in the hour window's key", func() bool {
+		v, _ := srv.Cmd("HGET", "guardd:{test_pages/1h0m0s:"+redisKeyOf(t, "198.51.100.23")+"}", "c")
+		n, _ := strconv.ParseFloat(v, 64)
+		return n >= 6
+	})
+	more = 0
+	testwait.Until(t, patience, "a node to block the pages fetched across the fleet", func() bool {
+		for _, td := range ds {
+			if code, _ := td.decide(t, "198.51.100.23", "/"); code == code0 {
+				return true
+			}
+		}
+		more++
+		ds[more%2].appendLines(t, logLine("198.51.100.23", "/page", 200, time.Now()))
+		return false
+	})
+	if more > 20 {
+		t.Errorf("the two-window rule tripped only after %d more pages", more)
+	}
 }
+
+// twoWindowRule counts pages in two windows: 100 a minute, 5 an hour.
+const twoWindowRule = `# METADATA
+# title: test pages, two windows
+# custom:
+#   characteristics: [ip.src]
+#   period: 1m
+#   requests_per_period: 100
+#   windows: [{period: 1h, requests_per_period: 5}]
+#   action: block
+#   mitigation_timeout: 10m
+package guardd.rules.test_pages
+
+count if input.http.path == "/page"
+
+mitigate if true
+`
 
 // redisKeyOf is the hex key of a one-characteristic rule's counter for v.
 func redisKeyOf(t *testing.T, v string) string {

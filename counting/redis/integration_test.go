@@ -477,3 +477,22 @@ func TestBlackhole(t *testing.T) {
 		return nd.f.Healthy()
 	})
 }
+
+// TestWindowsFleetThreeNodes: checkWindowsFleet against a real
+// redis-server: a rule with several windows counts each fleet-wide, under
+// its own keys ("guardd:{two/1h0m0s:<key>}").
+func TestWindowsFleetThreeNodes(t *testing.T) {
+	srv := redistest.Start(t, 0)
+	var fleets []*Fleet
+	for _, n := range []string{"wa", "wb", "wc"} {
+		f, err := New(Config{Node: n, Deadline: 250 * time.Millisecond}, dial(t, Options{Addresses: []string{srv.Addr}}), prometheus.NewRegistry(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fleets = append(fleets, f)
+	}
+	checkWindowsFleet(t, fleets, func() int64 { return time.Now().UnixNano() })
+	if v, err := srv.Cmd("EXISTS", "guardd:{two/1h0m0s:beef}"); err != nil || v != "1" {
+		t.Errorf("the hour window's key: EXISTS %q %v", v, err)
+	}
+}
