@@ -203,7 +203,7 @@ func TestFleetStatusJSON(t *testing.T) {
 		Counting: redis.Status{Node: "edge-1", Breaker: "closed", LiveNodes: 2, LastContact: time.Unix(1700000000, 0), ClockOffset: 3 * time.Millisecond,
 			Endpoints: []redis.EndpointStatus{{Name: "127.0.0.1:6390", Breaker: "closed", Slots: 16384}}},
 		Sync:    fleet.Status{StreamID: "1-0", Pending: 1, Loaded: true},
-		PerNode: []string{"pages (windows)"},
+		PerNode: []string{"regular_scraping (regularity)"},
 	}
 	b, err := json.Marshal(statusJSON{Fleet: st})
 	if err != nil {
@@ -211,7 +211,7 @@ func TestFleetStatusJSON(t *testing.T) {
 	}
 	checkJSONOutput(t, b)
 	for _, want := range []string{`"endpoints":[{"name":"127.0.0.1:6390","breaker":"closed","slots":16384}]`, `"live_nodes":2`, `"clock_offset_seconds":0.003`,
-		`"mitigations":{"stream_id":"1-0","pending":1,"loaded":true}`, `"per_node_rules":["pages (windows)"]`, `"last_contact":"2023-11-14T22:13:20Z"`} {
+		`"mitigations":{"stream_id":"1-0","pending":1,"loaded":true}`, `"per_node_rules":["regular_scraping (regularity)"]`, `"last_contact":"2023-11-14T22:13:20Z"`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("fleet status lacks %s:\n%s", want, b)
 		}
