@@ -15,6 +15,9 @@ import (
 // address too brief and too quiet for any per-address or per-network rule.
 const (
 	ClassFingerprintCampaign = "one UA+JA4 from many networks, bare target pages"
+	// ClassPreviewScraper borrows the user agent of Messages' link
+	// previews, which fake_crawler leaves alone.
+	ClassPreviewScraper = "scraper borrowing the iMessage link-preview UA"
 )
 
 // Benign classes that share a user agent and a JA4 across many networks.
@@ -90,6 +93,24 @@ func (g *gen) fingerprintAttacks() {
 			}
 		}
 		g.attack(Attack{Name: ClassFingerprintCampaign, Rule: "fingerprint_campaign", Scope: "http.norm.path", Values: targets, IPs: ips})
+
+		// A scraper that calls itself a link preview (sites show previews
+		// the full page) from residential proxies through a Safari stack:
+		// product pages only, five to twelve each at a person's pace, no
+		// asset, no cookie.
+		var scr []string
+		start = time.Duration(g.rng.Int64N(int64(span / 2)))
+		for range g.between(20, 40) {
+			ip := g.freshAddr()
+			g.actor(ip.String(), ClassPreviewScraper, true)
+			scr = append(scr, ip.String())
+			at := start + time.Duration(g.rng.Int64N(int64(20*time.Minute)))
+			for range g.between(5, 12) {
+				g.add(request{t: g.at(at), ip: ip, method: "GET", path: "/product/" + strconv.Itoa(g.rng.IntN(20000)), status: 200, ua: LinkPreviewUA, ja4: browserJA4s[1]})
+				at += time.Duration(g.between(5, 40)) * time.Second
+			}
+		}
+		g.attack(Attack{Name: ClassPreviewScraper, Rule: "anomaly_score", Scope: "ip.src", Values: scr, IPs: scr})
 	})
 }
 
