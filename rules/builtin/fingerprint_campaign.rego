@@ -7,8 +7,8 @@
 #   browser's habits: no style, script, image or font, no cookie ever
 #   returned (its Referer may be forged). Counted as distinct networks
 #   (ip.src.prefix, /24 or /64) per (http.host, http.norm.path,
-#   http.user_agent, tls.ja4), from a session's second bare page on: a
-#   person's first page view is bare too, and then comes its assets and the
+#   http.user_agent, tls.ja4), on a session's second and third bare pages: a
+#   person's first page view is bare too, and then come its assets and the
 #   site's cookie, so a crowd of real browsers sharing a popular user agent
 #   and JA4 (a newsletter, a sale, a company's managed browsers, a privacy
 #   relay) never reaches it. While the campaign lasts, every bare view of
@@ -44,12 +44,15 @@ not_browser := {
 }
 
 # cookie_never first: absent on most events (and on every event of a log
-# format without cookies), it rules the rule out at once. The second
-# distinct page without an asset: a person's first view is bare, the next
-# ones bring assets or the site's cookie.
+# format without cookies), it rules the rule out at once. The second and
+# third distinct pages without an asset: a person's first view is bare, the
+# next ones bring assets or the site's cookie; a campaign's address is
+# brief, and its second and third pages are enough to see it. A session
+# that goes on bare page after page is session_no_assets' (and counting
+# every page of a long scrape would cost a key and a distinct value each).
 count if {
 	input.session.cookie_never
-	input.session.pages_without_assets >= 2
+	input.session.pages_without_assets in {2, 3}
 	input.tls.ja4
 	input.http.status == 200
 	bare_page

@@ -27,6 +27,13 @@ test_ignores_first_page_of_a_session if {
 	not rule.count with input as view(chrome, object.union(bare, {"requests": 1, "pages": 1, "pages_without_assets": 1}))
 }
 
+# The second and third bare pages find a brief address; a long bare
+# session is session_no_assets'.
+test_counts_second_and_third_bare_pages_only if {
+	rule.count with input as view(chrome, object.union(bare, {"requests": 3, "pages": 3, "pages_without_assets": 3}))
+	not rule.count with input as view(chrome, object.union(bare, {"requests": 4, "pages": 4, "pages_without_assets": 4}))
+}
+
 test_ignores_sessions_with_assets_or_a_cookie if {
 	not rule.count with input as view(chrome, object.union(bare, {"pages_without_assets": 0}))
 	not rule.count with input as view(chrome, json.remove(bare, ["cookie_never"]))
