@@ -2,6 +2,7 @@ package rules
 
 import (
 	"log/slog"
+	"slices"
 	"testing"
 	"testing/fstest"
 )
@@ -58,8 +59,8 @@ func TestBuiltinSessionRules(t *testing.T) {
 			got = append(got, r.Name)
 		}
 	}
-	want := []string{"session_no_assets", "session_post_without_get", "session_proto_changed"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+	want := []string{"fingerprint_campaign", "session_no_assets", "session_post_without_get", "session_proto_changed"}
+	if !slices.Equal(got, want) {
 		t.Errorf("rules reading session.*: %v, want %v", got, want)
 	}
 }

@@ -189,7 +189,8 @@ func (g *gen) benignClasses() {
 	}
 	g.payloadLookalikes() // classes_payload.go
 	g.campaignBenign()
-	g.sessionBenign() // classes_session.go
+	g.sessionBenign()     // classes_session.go
+	g.fingerprintBenign() // classes_fingerprint.go
 }
 
 // Library and headless fingerprints, as characteristics/bots' table has
@@ -320,6 +321,7 @@ func (g *gen) behaviourAttacks() {
 	g.regularScrapers()
 	g.campaignAttacks()
 	g.sessionAttacks()
+	g.fingerprintAttacks() // classes_fingerprint.go
 }
 
 // regularScrapers adds scripts that fetch one page, sleep a fixed time and

@@ -189,6 +189,7 @@ func (g *gen) networks() {
 		mmdbtest.Network{Prefix: netip.MustParsePrefix("203.0.113.0/24"), ASN: 64667, Org: "VPS Cloud", Country: "NL"},
 		mmdbtest.Network{Prefix: netip.MustParsePrefix("2001:db8:ffff::/48"), ASN: 64668, Org: "VPS Cloud v6", Country: "NL"},
 	)
+	g.labels.Networks = append(g.labels.Networks, relayNetworks()...)
 }
 
 func (g *gen) benignAddr() netip.Addr {

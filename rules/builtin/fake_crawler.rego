@@ -8,7 +8,12 @@
 #   DNS lookup has not answered, or that cannot be checked without
 #   characteristics.resolver, is bot.pending and not counted. Real crawlers
 #   are verified and never counted; scrapers borrow their names to be let
-#   through.
+#   through. A link preview fetched by iOS or macOS Messages is not counted
+#   either: Messages fetches it from the user's own phone or Mac, with
+#   Safari's user agent followed by "facebookexternalhit/1.1 Facebot
+#   Twitterbot/1.0" (the crawlers whose preview markup it reads). That is a
+#   device asking for one page and its image, not a search engine's crawler
+#   claiming to be let through; it never comes from the crawler's ranges.
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
@@ -22,6 +27,11 @@ count if {
 	input.bot.name
 	not input.bot.verified
 	not input.bot.pending
+	not link_preview
 }
+
+# The Messages app's preview fetcher: the crawler tokens follow a
+# browser's user agent, in this exact form.
+link_preview if contains(input.http.user_agent, "facebookexternalhit/1.1 Facebot Twitterbot/1.0")
 
 mitigate := true

@@ -17,3 +17,16 @@ test_ignores_name_not_yet_checked if {
 test_counts_name_that_failed_its_lookup if {
 	rule.count with input as req({"name": "yandex"})
 }
+
+imessage := "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0"
+
+# iOS and macOS Messages fetch link previews from the user's own device.
+test_ignores_messages_link_preview if {
+	not rule.count with input as object.union(req({"name": "facebook"}), {"http": {"user_agent": imessage}})
+}
+
+# Facebook's own crawler, and Googlebot, from elsewhere stay fake.
+test_counts_facebook_crawler_name_from_elsewhere if {
+	rule.count with input as object.union(req({"name": "facebook"}), {"http": {"user_agent": "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"}})
+	rule.count with input as object.union(req({"name": "googlebot"}), {"http": {"user_agent": "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) Facebot Twitterbot/1.0"}})
+}

@@ -10,7 +10,9 @@
 #   to the client's anomaly score, which challenges it; a person's browser
 #   that refuses cookies passes the challenge and goes on. Needs a log format
 #   that carries cookies ($http_cookie or a $cookie_name): without one
-#   session.cookie_never is absent and the rule never counts.
+#   session.cookie_never is absent and the rule never counts. The user
+#   agent of Messages' link previews counts as a browser's here: a real
+#   preview is one page, a scraper borrowing it fetches many.
 # custom:
 #   characteristics: [ip.src]
 #   period: 10m
@@ -43,6 +45,12 @@ browser if {
 	not input.bot.name
 	not named_tool
 }
+
+# The link preview of iOS and macOS Messages is a device, not a crawler
+# (fake_crawler leaves it alone): it fetches one page and its image, so a
+# client that fetches page after page bare with its user agent is a
+# scraper borrowing it, judged like any other.
+browser if contains(input.http.user_agent, "facebookexternalhit/1.1 Facebot Twitterbot/1.0")
 
 named_tool if {
 	some w in not_browser

@@ -41,3 +41,11 @@ test_ignores_tools_and_crawlers if {
 	not rule.count with input as page("Mozilla/5.0 (compatible; Miniflux/2.2.3; +https://miniflux.app)", s)
 	not rule.count with input as page("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36", s)
 }
+
+# fake_crawler leaves Messages' link previews alone; one fetching page
+# after page bare is a scraper borrowing its user agent.
+test_counts_scraper_with_link_preview_user_agent if {
+	s := {"requests": 4, "pages": 4, "pages_without_assets": 4, "post_without_get": 0, "cookie_never": true}
+	imessage := "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0"
+	rule.count with input as object.union(page(imessage, s), {"bot": {"name": "facebook"}})
+}
