@@ -588,7 +588,7 @@ func evaluateEvent(cfg *Config, b *batch, p *Pipeline, limits *throttle.Rules, e
 		// What the sequencer's verdict reads of the request, worked out
 		// here, in parallel: the allowlist, a page view, throttle keys.
 		r.allowed = cfg.Store.Allowlisted(ev)
-		r.page = verdict.PageView(ev)
+		r.page = cfg.Report.verdicts() && verdict.PageView(ev)
 		if limits != nil && !r.allowed {
 			// The decision API's count of the request: an allowlisted
 			// one is not counted.
@@ -662,7 +662,11 @@ func (s *sequencer) apply(b *batch) {
 			q := &s.req
 			*q = replayRequest{r: rep, allowed: e.allowed, page: e.page, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
 				mk: p.engine.Mitigable(&b.m, int(e.mit)), rules: rs}
-			rep.observe(e.client, t, verdict.Decide(q, t))
+			if rep.verdicts() {
+				rep.observe(e.client, t, verdict.Decide(q, t))
+			} else {
+				q.tally()
+			}
 			if q.applied {
 				s.st.Mitigated++
 			}
