@@ -253,6 +253,11 @@ func (r *Report) observe(client netip.Addr, t time.Time, d verdict.Decision) {
 	}
 }
 
+// verdicts reports whether the report reads the verdict on each request
+// (per-client impact, OnVerdict); without, the sequencer only tallies the
+// mitigations each request meets (replayRequest.tally).
+func (r *Report) verdicts() bool { return r.clients != nil || r.OnVerdict != nil }
+
 // replayRequest is a replayed request as verdict.Decide reads the tables in
 // force: what the worker worked out (the allowlist, the throttle counts,
 // which rules' mitigation expressions matched and on which keys) and the
@@ -276,6 +281,22 @@ type replayRequest struct {
 	bits                int // the next of the report's scoreBits
 	// applied: a mitigation in force applied (one with ActionLog included).
 	applied bool
+}
+
+// tally does what verdict.Decide does to the report, without the verdict:
+// an allowlisted request meets nothing; any other is admitted or refused
+// by the throttle rules, and every mitigation in force over it is counted
+// as applied (TestReplayTallyAsVerdict).
+func (q *replayRequest) tally() {
+	if q.allowed {
+		return
+	}
+	q.Throttle()
+	for {
+		if _, ok := q.Next(); !ok {
+			return
+		}
+	}
 }
 
 func (q *replayRequest) Allowlisted() bool { return q.allowed }

@@ -588,7 +588,7 @@ func evaluateEvent(cfg *Config, b *batch, p *Pipeline, limits *throttle.Rules, e
 		// What the sequencer's verdict reads of the request, worked out
 		// here, in parallel: the allowlist, a page view, throttle keys.
 		r.allowed = cfg.Store.Allowlisted(ev)
-		r.page = verdict.PageView(ev)
+		r.page = cfg.Report.verdicts() && verdict.PageView(ev)
 		if limits != nil && !r.allowed {
 			// The decision API's count of the request: an allowlisted
 			// one is not counted.
@@ -660,9 +660,28 @@ func (s *sequencer) apply(b *batch) {
 			// with the mitigations in force after the request's own trips;
 			// the report observes it.
 			q := &s.req
-			*q = replayRequest{r: rep, allowed: e.allowed, page: e.page, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
-				mk: p.engine.Mitigable(&b.m, int(e.mit)), rules: rs}
-			rep.observe(e.client, t, verdict.Decide(q, t))
+			if rep.verdicts() {
+				*q = replayRequest{r: rep, allowed: e.allowed, page: e.page, client: e.client, t: t, counts: b.counts[e.clo:e.chi],
+					mk: p.engine.Mitigable(&b.m, int(e.mit)), rules: rs}
+				rep.observe(e.client, t, verdict.Decide(q, t))
+			} else {
+				// Only tallied: most requests meet no mitigation and
+				// have no throttle count, and end on the report's key
+				// bits, before a request is made.
+				if e.allowed {
+					continue
+				}
+				mk := p.engine.Mitigable(&b.m, int(e.mit))
+				keyed := len(rep.entries) > 0 && rep.anyKey(mk.Keys())
+				if !keyed && e.chi == e.clo && (len(rep.scores) == 0 || !e.client.IsValid()) {
+					continue
+				}
+				*q = replayRequest{r: rep, client: e.client, t: t, counts: b.counts[e.clo:e.chi], mk: mk, rules: rs, started: true}
+				if !keyed {
+					q.from = -1
+				}
+				q.tally()
+			}
 			if q.applied {
 				s.st.Mitigated++
 			}

@@ -5,16 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/guardd/guardd/bench/loggen"
 	"github.com/guardd/guardd/characteristics"
 	"github.com/guardd/guardd/config"
 	"github.com/guardd/guardd/ingest/nginxlog"
 	"github.com/guardd/guardd/mitigation"
+	"github.com/guardd/guardd/mitigation/verdict"
 	"github.com/guardd/guardd/pipeline"
 	"github.com/guardd/guardd/pipeline/replay"
 )
@@ -351,5 +354,44 @@ func TestReplayAllMalformed(t *testing.T) {
 	os.WriteFile(empty, nil, 0o644)
 	if _, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, "combined", "")}, []string{empty}); err != nil {
 		t.Fatalf("an empty log: %v", err)
+	}
+}
+
+// TestReplayTallyAsVerdict checks that a replay that reads no verdicts (no
+// clients, no OnVerdict) tallies the mitigations each request meets as the
+// verdict path does: the same counts, last requests and mitigated requests
+// on a labelled log.
+func TestReplayTallyAsVerdict(t *testing.T) {
+	fx := generate(t, loggen.Config{Seed: 3, Benign: 300}, false)
+	db := filepath.Join(fx.dir, "geo.mmdb")
+	if err := fx.labels.GeoDB(db); err != nil {
+		t.Fatal(err)
+	}
+	replayed := func(verdicts bool) (string, replay.Stats) {
+		rep := pipeline.NewReport(false)
+		decided := 0
+		if verdicts {
+			rep.OnVerdict = func(netip.Addr, time.Time, verdict.Decision) { decided++ }
+		}
+		st, err := replay.Run(context.Background(), replay.Config{Pipeline: newPipeline(t, loggen.GuarddLogFormat, db), Report: rep, Workers: 2}, []string{fx.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if verdicts && int64(decided) != st.Events {
+			t.Fatalf("%d verdicts on %d events", decided, st.Events)
+		}
+		var b strings.Builder
+		for _, m := range rep.Mitigations() {
+			fmt.Fprintf(&b, "%s %s %v %d %d %s %s %s\n", m.Rule, m.Action, m.Scope, m.Count, m.Trips, m.FirstSeen, m.LastSeen, m.Expires)
+		}
+		return b.String(), st
+	}
+	tally, tst := replayed(false)
+	decided, dst := replayed(true)
+	if tally == "" || tst.Mitigated == 0 {
+		t.Fatal("no mitigation applied at all")
+	}
+	if tally != decided || tst.Mitigated != dst.Mitigated {
+		t.Fatalf("tally (%d mitigated requests) and verdicts (%d) differ:\n%s\n---\n%s", tst.Mitigated, dst.Mitigated, tally, decided)
 	}
 }

@@ -302,6 +302,10 @@ type Matches struct {
 	// bits holds the event's counting, mitigation and keyed bits, a bit
 	// per rule each (Engine.words words).
 	bits []uint64
+	// addrs caches the text of the client addresses m's events had, and
+	// its hash: clients come back, and formatting an address (an IPv6
+	// one above all) costs more than the rest of its key.
+	addrs *addrCache
 }
 
 // keyed is a span of Matches.Keys made for one event.
@@ -311,6 +315,10 @@ type keyed struct {
 	hash     uint64
 	ok       bool // the event has the value(s)
 	hashed   bool // hash is set (a value's hash is made on demand)
+	// For a value: ended is the hash of the value with its end, the key
+	// of a group of that value alone, when endHashed.
+	endHashed bool
+	ended     uint64
 }
 
 // Reset empties m.
@@ -511,8 +519,16 @@ func (e *Engine) value(ev *characteristics.Event, m *Matches, c int32) *keyed {
 		return v
 	}
 	off := len(m.Keys)
+	c0 := e.chars[c]
+	if c0.Kind() == characteristics.KindAddr && ev.IP.IsValid() && ev.IP.Zone() == "" {
+		a := m.addr(ev.IP)
+		m.Keys = append(append(m.Keys, a.text[:a.n]...), keyEnd)
+		*v = keyed{stamp: m.stamp, off: uint32(off), len: uint32(len(m.Keys) - off), ok: true,
+			hash: a.hash, hashed: true, ended: a.ended, endHashed: true}
+		return v
+	}
 	var ok bool
-	m.Keys, ok = appendKey(m.Keys, e.chars[c], ev)
+	m.Keys, ok = appendKey(m.Keys, c0, ev)
 	*v = keyed{stamp: m.stamp, off: uint32(off), len: uint32(len(m.Keys) - off), ok: ok}
 	if !ok {
 		m.Keys = m.Keys[:off]
@@ -532,6 +548,10 @@ func (e *Engine) makeKey(ev *characteristics.Event, m *Matches, g int32) *keyed 
 			return k
 		}
 		k.off, k.len = v.off, v.len
+		if v.endHashed {
+			k.hash, k.ok, k.hashed = v.ended, true, true
+			return k
+		}
 	} else {
 		for _, c := range chars {
 			if !e.value(ev, m, c).ok {
