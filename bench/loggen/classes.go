@@ -105,7 +105,7 @@ func (g *gen) benignClasses() {
 		}
 	}
 	// An office behind one address, and its IPv6 /64 (one address too).
-	for _, ip := range []netip.Addr{addrV4(62, 12, 5, 7), netip.MustParseAddr("2001:db8:1:5::7")} {
+	for _, ip := range []netip.Addr{addrV4(62, 12, 5, 7), ispV6Addr(2, 0x105, 7)} {
 		g.benignActor(ip, ClassOfficeNAT)
 		for range g.scaled(40, 12) {
 			b := g.rng.IntN(3)
@@ -133,7 +133,7 @@ func (g *gen) benignClasses() {
 		}
 	}
 	// Uptime monitors and health checks.
-	for n, ip := range []netip.Addr{addrV4(63, 13, 1, 5), addrV4(63, 13, 1, 6), netip.MustParseAddr("2001:db8:2::5")} {
+	for n, ip := range []netip.Addr{addrV4(63, 13, 1, 5), addrV4(63, 13, 1, 6), ispV6Addr(3, 0x2, 5)} {
 		g.benignActor(ip, ClassUptime)
 		paths := []string{"/", "/health", "/api/status"}
 		for k := range int(g.cfg.Duration / (30 * time.Second)) {
@@ -206,7 +206,7 @@ func (g *gen) behaviourAttacks() {
 	// Password guessing that stays under any five-minute window: one try
 	// every four minutes, all hour, from one address each.
 	var slow []string
-	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 60), netip.MustParseAddr("2001:db8:ffff::60")} {
+	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 60), vpsV6(0x60)} {
 		slow = append(slow, ip.String())
 		for k := range int(g.cfg.Duration / (4 * time.Minute)) {
 			g.add(request{t: g.at(time.Duration(k)*4*time.Minute + time.Duration(n)*time.Minute), ip: ip, method: "POST", path: "/login", status: 401, ua: browserUAs[2], ja4: browserJA4s[2], bytes: 50})
@@ -261,7 +261,7 @@ func (g *gen) behaviourAttacks() {
 	// that only changed its user agent.
 	var ff []string
 	for k := range 3 {
-		ip := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(0x80 + k)})
+		ip := vpsV6(uint16(0x80 + k))
 		ff = append(ff, ip.String())
 		for j := range 10 {
 			g.add(request{t: g.at(40*time.Minute + time.Duration(j)*10*time.Second), ip: ip, method: "GET",
@@ -272,7 +272,7 @@ func (g *gen) behaviourAttacks() {
 
 	// Scrapers calling themselves Googlebot from a hosting provider.
 	var fake []string
-	for k, ip := range []netip.Addr{addrV4(198, 18, 20, 5), addrV4(198, 18, 21, 6), netip.MustParseAddr("2001:db8:ffff::90")} {
+	for k, ip := range []netip.Addr{addrV4(198, 18, 20, 5), addrV4(198, 18, 21, 6), vpsV6(0x90)} {
 		fake = append(fake, ip.String())
 		for j := range 30 {
 			g.add(request{t: g.at(15*time.Minute + time.Duration(k)*time.Minute + time.Duration(j)*4*time.Second), ip: ip, method: "GET",
@@ -283,7 +283,7 @@ func (g *gen) behaviourAttacks() {
 
 	// A scraper that picks a new browser user agent for every request.
 	var rot []string
-	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 90), netip.MustParseAddr("2001:db8:ffff::a0")} {
+	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 90), vpsV6(0xa0)} {
 		rot = append(rot, ip.String())
 		for j := range 360 { // two a second for three minutes
 			ua := fmt.Sprintf("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:%d.0) Gecko/20100101 Firefox/%d.0", 90+j%45, 90+j%45)
@@ -298,7 +298,7 @@ func (g *gen) behaviourAttacks() {
 
 	// A flood that defeats caching with a random query on the home page.
 	var bust []string
-	for n, ip := range []netip.Addr{addrV4(198, 18, 30, 7), netip.MustParseAddr("2001:db8:ffff::b0")} {
+	for n, ip := range []netip.Addr{addrV4(198, 18, 30, 7), vpsV6(0xb0)} {
 		bust = append(bust, ip.String())
 		for j := range 600 { // twenty a second for thirty seconds
 			g.add(request{t: g.at(44*time.Minute + time.Duration(n)*time.Minute + time.Duration(j)*50*time.Millisecond), ip: ip, method: "GET",
@@ -341,7 +341,7 @@ func (g *gen) regularScrapers() {
 		// python-requests with time.sleep(2), for twenty minutes.
 		{addrV4(198, 18, 40, 12), "python-requests/2.32.3", ja4PythonRequests, 10 * time.Minute, 20 * time.Minute, 2 * time.Second},
 		// A browser's user agent, no TLS, a page every 7 s for 40 minutes.
-		{netip.MustParseAddr("2001:db8:ffff::c0"), browserUAs[0], "", 12 * time.Minute, 40 * time.Minute, 7 * time.Second},
+		{vpsV6(0xc0), browserUAs[0], "", 12 * time.Minute, 40 * time.Minute, 7 * time.Second},
 		// Go's HTTP client every 30 s, all hour.
 		{addrV4(198, 18, 41, 30), "Go-http-client/2.0", ja4GoHTTP, 0, 60 * time.Minute, 30 * time.Second},
 	} {

@@ -56,7 +56,9 @@ func (g *gen) freshAddr() netip.Addr {
 func hostV4(c, d int) netip.Addr { return addrV4(198, 18, c, d) }
 
 func hostV6(block, n int) netip.Addr {
-	return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, byte(block), 0, 0, 0, 0, 0, 0, byte(n >> 8), byte(n)})
+	b := attackV6.Addr().As16()
+	b[7], b[14], b[15] = byte(block), byte(n>>8), byte(n)
+	return netip.AddrFrom16(b)
 }
 
 // campaignAttacks adds the campaigns of issue 21, their sizes and timings
@@ -238,7 +240,7 @@ func (g *gen) campaignBenign() {
 		for k := range g.between(60, 120) {
 			ip := addrV4(99, 49, 17, 2+k)
 			if n == 1 {
-				ip = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x13, 0, 0x17, 0, 0, 0, 0, 0, 0, 0, byte(2 + k)})
+				ip = ispV6Addr(19, 0x17, uint64(2+k))
 			}
 			g.benignActor(ip, ClassUniversity)
 			at := time.Duration(g.rng.Int64N(int64(span)))

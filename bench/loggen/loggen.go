@@ -166,7 +166,39 @@ func Generate(w io.Writer, cfg Config) (*Labels, error) {
 	return &g.labels, nil
 }
 
-// networks lays out 40 residential IPv4 /16s and 20 IPv6 /32s, one ASN each.
+// The generator's IPv6 clients all lie in the documentation range
+// 2001:db8::/32: residential ISP i (0..19) is 2001:db8:ii00::/40, the
+// attackers' hosting provider 2001:db8:ffff::/48, outside every ISP.
+const ispV6Count = 20
+
+// ispV6Net is the network of IPv6 residential ISP i.
+func ispV6Net(i int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, byte(i)}), 40)
+}
+
+// ispV6Addr is a fixed address of a benign client of IPv6 ISP i: subnet
+// (24 bits) picks its /64 inside the ISP's /40, host the interface.
+func ispV6Addr(i int, subnet uint32, host uint64) netip.Addr {
+	b := ispV6Net(i).Addr().As16()
+	b[5], b[6], b[7] = byte(subnet>>16), byte(subnet>>8), byte(subnet)
+	for k := range 8 {
+		b[15-k] = byte(host >> (8 * k))
+	}
+	return netip.AddrFrom16(b)
+}
+
+// attackV6 is the attackers' IPv6 hosting network ("VPS Cloud v6"); vpsV6
+// is its address ending in host.
+var attackV6 = netip.MustParsePrefix("2001:db8:ffff::/48")
+
+func vpsV6(host uint16) netip.Addr {
+	b := attackV6.Addr().As16()
+	b[14], b[15] = byte(host>>8), byte(host)
+	return netip.AddrFrom16(b)
+}
+
+// networks lays out 40 residential IPv4 /16s and 20 IPv6 /40s, one ASN
+// each, and the attackers' hosting networks, all disjoint.
 func (g *gen) networks() {
 	countries := []string{"US", "DE", "FR", "NL", "GB", "JP", "BR", "IN"}
 	for i := range 40 {
@@ -176,8 +208,8 @@ func (g *gen) networks() {
 		g.labels.Networks = append(g.labels.Networks, mmdbtest.Network{Prefix: p, ASN: asn, Org: "ISP " + strconv.Itoa(i), Country: countries[i%len(countries)]})
 		g.labels.BenignASNs[strconv.Itoa(int(asn))] = true
 	}
-	for i := range 20 {
-		p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, byte(i), 0}), 32)
+	for i := range ispV6Count {
+		p := ispV6Net(i)
 		g.ispV6 = append(g.ispV6, p)
 		asn := uint32(64700 + i)
 		g.labels.Networks = append(g.labels.Networks, mmdbtest.Network{Prefix: p, ASN: asn, Org: "ISP6 " + strconv.Itoa(i), Country: countries[i%len(countries)]})
@@ -187,16 +219,17 @@ func (g *gen) networks() {
 	g.labels.Networks = append(g.labels.Networks,
 		mmdbtest.Network{Prefix: netip.MustParsePrefix("198.18.0.0/16"), ASN: 64666, Org: "Bulk Hosting", Country: "US"},
 		mmdbtest.Network{Prefix: netip.MustParsePrefix("203.0.113.0/24"), ASN: 64667, Org: "VPS Cloud", Country: "NL"},
-		mmdbtest.Network{Prefix: netip.MustParsePrefix("2001:db8:ffff::/48"), ASN: 64668, Org: "VPS Cloud v6", Country: "NL"},
+		mmdbtest.Network{Prefix: attackV6, ASN: 64668, Org: "VPS Cloud v6", Country: "NL"},
 	)
 	g.labels.Networks = append(g.labels.Networks, relayNetworks()...)
 }
 
 func (g *gen) benignAddr() netip.Addr {
 	if g.rng.IntN(10) < 3 {
+		// Random below the ISP's /40: bytes 5..15.
 		p := g.ispV6[g.rng.IntN(len(g.ispV6))]
 		b := p.Addr().As16()
-		for i := 4; i < 16; i++ {
+		for i := p.Bits() / 8; i < 16; i++ {
 			b[i] = byte(g.rng.UintN(256))
 		}
 		return netip.AddrFrom16(b)
@@ -319,7 +352,7 @@ func (g *gen) attacks() {
 	// Login brute force: one address each, two attempts a second... well, one
 	// every two seconds, for four minutes.
 	var bf []string
-	for _, ip := range []netip.Addr{addrV4(203, 0, 113, 10), netip.MustParseAddr("2001:db8:ffff::10")} {
+	for _, ip := range []netip.Addr{addrV4(203, 0, 113, 10), vpsV6(0x10)} {
 		bf = append(bf, ip.String())
 		for k := range 120 {
 			g.add(request{t: g.at(begin + time.Duration(k)*2*time.Second), ip: ip, method: "POST", path: "/login", status: 401, ua: bot, ja4: botJA4, bytes: 50})
@@ -355,7 +388,7 @@ func (g *gen) attacks() {
 
 	// Sensitive-file and admin-panel probing.
 	var probe []string
-	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 20), addrV4(203, 0, 113, 21), netip.MustParseAddr("2001:db8:ffff::20")} {
+	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 20), addrV4(203, 0, 113, 21), vpsV6(0x20)} {
 		probe = append(probe, ip.String())
 		for k, p := range SensitivePaths {
 			g.add(request{t: g.at(10*time.Minute + time.Duration(n)*time.Minute + time.Duration(k)*time.Second), ip: ip, method: "GET", path: p, status: 404,
@@ -366,7 +399,7 @@ func (g *gen) attacks() {
 
 	// 404 scanning: many made-up paths, fast.
 	var scan []string
-	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 30), netip.MustParseAddr("2001:db8:ffff::30")} {
+	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 30), vpsV6(0x30)} {
 		scan = append(scan, ip.String())
 		for k := range 300 {
 			g.add(request{t: g.at(15*time.Minute + time.Duration(n)*time.Minute + time.Duration(k)*300*time.Millisecond), ip: ip, method: "GET",
@@ -388,7 +421,7 @@ func (g *gen) attacks() {
 
 	// Aggressive crawling of product pages with a browser's user agent.
 	var crawl []string
-	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 50), netip.MustParseAddr("2001:db8:ffff::50")} {
+	for n, ip := range []netip.Addr{addrV4(203, 0, 113, 50), vpsV6(0x50)} {
 		crawl = append(crawl, ip.String())
 		for k := range 900 {
 			g.add(request{t: g.at(8*time.Minute + time.Duration(n)*time.Minute + time.Duration(k)*time.Second), ip: ip, method: "GET",
