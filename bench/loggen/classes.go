@@ -142,10 +142,7 @@ func (g *gen) benignClasses() {
 	}
 	// Single-page app power users: hundreds of API calls a minute.
 	for range g.scaled(20, 5) {
-		ip := g.benignAddr()
-		for g.labels.Actors[ip.String()] != "" {
-			ip = g.benignAddr()
-		}
+		ip := g.freshAddr()
 		g.benignActor(ip, ClassSPA)
 		cookie := fmt.Sprintf("s%016x", g.rng.Uint64())
 		g.labels.BenignCookies[cookie] = true
@@ -176,10 +173,7 @@ func (g *gen) benignClasses() {
 	}
 	// An application that really serves .sql files (migrations, dumps).
 	for range g.scaled(10, 3) {
-		ip := g.benignAddr()
-		for g.labels.Actors[ip.String()] != "" {
-			ip = g.benignAddr()
-		}
+		ip := g.freshAddr()
 		g.benignActor(ip, ClassSQLDownload)
 		start := time.Duration(g.rng.Int64N(int64(span)))
 		for k := range 4 {
@@ -231,10 +225,7 @@ func (g *gen) behaviourAttacks() {
 	// pages each, a browser's user agent over Python's TLS stack.
 	var resi []string
 	for range g.scaled(400, 100) {
-		ip := g.benignAddr()
-		for g.labels.Actors[ip.String()] != "" {
-			ip = g.benignAddr()
-		}
+		ip := g.freshAddr()
 		resi = append(resi, ip.String())
 		start := time.Duration(g.rng.Int64N(int64(g.cfg.Duration - 5*time.Minute)))
 		for j := range 2 + g.rng.IntN(3) {

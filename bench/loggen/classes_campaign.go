@@ -44,10 +44,13 @@ var NonBrowser = map[string]bool{
 func (g *gen) between(lo, hi int) int { return lo + g.rng.IntN(hi-lo+1) }
 
 // freshAddr returns a residential address no actor has yet.
-func (g *gen) freshAddr() netip.Addr {
-	ip := g.benignAddr()
+func (g *gen) freshAddr() netip.Addr { return g.unused(g.benignAddr) }
+
+// unused draws addresses from next until one is no actor's yet.
+func (g *gen) unused(next func() netip.Addr) netip.Addr {
+	ip := next()
 	for g.labels.Actors[ip.String()] != "" {
-		ip = g.benignAddr()
+		ip = next()
 	}
 	return ip
 }
@@ -204,6 +207,15 @@ func (g *gen) campaignAttacks() {
 	g.attack(Attack{Name: ClassResidentialUA, Rule: "browserless_pages", Scope: "ip.src", Values: resi, IPs: resi})
 }
 
+// assets adds the two to five assets (styles, scripts, images) a browser
+// fetches within a second of viewing the page at path at at, with that
+// page as their referer.
+func (g *gen) assets(ip netip.Addr, ua, ja4, cookie, path string, at time.Duration) {
+	for range 2 + g.rng.IntN(4) {
+		g.add(request{t: g.at(at + time.Duration(g.rng.IntN(900))*time.Millisecond), ip: ip, method: "GET", path: statics[g.rng.IntN(len(statics))], status: 200, ua: ua, ja4: ja4, cookie: cookie, ref: "https://shop.example" + path})
+	}
+}
+
 // land is a visit that starts on path, from a link in a mail or an ad (no
 // referer, no cookie yet), with its assets, then views more pages with the
 // cookie the site set and a referer. It returns the cookie.
@@ -217,9 +229,7 @@ func (g *gen) land(ip netip.Addr, ua, ja4 string, at time.Duration, path string,
 			r.cookie = ""
 		}
 		g.add(r)
-		for range 2 + g.rng.IntN(4) {
-			g.add(request{t: g.at(at + time.Duration(g.rng.IntN(900))*time.Millisecond), ip: ip, method: "GET", path: statics[g.rng.IntN(len(statics))], status: 200, ua: ua, ja4: ja4, cookie: cookie, ref: "https://shop.example" + path})
-		}
+		g.assets(ip, ua, ja4, cookie, path, at)
 		ref = "https://shop.example" + path
 		path = pages[g.rng.IntN(len(pages))]
 		at += time.Duration(g.between(5, 60)) * time.Second

@@ -199,9 +199,7 @@ func (g *gen) corpFleet(span time.Duration) {
 					r.cookie = ""
 				}
 				g.add(r)
-				for range 2 + g.rng.IntN(4) {
-					g.add(request{t: g.at(at + time.Duration(g.rng.IntN(900))*time.Millisecond), ip: ip, method: "GET", path: statics[g.rng.IntN(len(statics))], status: 200, ua: ua, ja4: ja4, cookie: cookie, ref: "https://shop.example" + path})
-				}
+				g.assets(ip, ua, ja4, cookie, path, at)
 				ref = "https://shop.example" + path
 				path = "/b2b/orders"
 				if g.rng.IntN(2) == 0 {
@@ -238,10 +236,7 @@ func (g *gen) privacyRelay(span time.Duration) {
 	article := "/blog/post-" + strconv.Itoa(g.between(2, 40))
 	wave := time.Duration(g.rng.Int64N(int64(span)))
 	for range g.scaled(g.between(150, 300), 60) {
-		ip := g.relayAddr()
-		for g.labels.Actors[ip.String()] != "" {
-			ip = g.relayAddr()
-		}
+		ip := g.unused(g.relayAddr)
 		g.benignActor(ip, ClassPrivacyFrom)
 		cookie := fmt.Sprintf("s%016x", g.rng.Uint64())
 		g.labels.BenignCookies[cookie] = true
@@ -263,9 +258,7 @@ func (g *gen) privacyRelay(span time.Duration) {
 				r.cookie = ""
 			}
 			g.add(r)
-			for range 2 + g.rng.IntN(4) {
-				g.add(request{t: g.at(at + time.Duration(g.rng.IntN(900))*time.Millisecond), ip: ip, method: "GET", path: statics[g.rng.IntN(len(statics))], status: 200, ua: ua, ja4: ja4, cookie: cookie, ref: "https://shop.example" + path})
-			}
+			g.assets(ip, ua, ja4, cookie, path, at)
 			ref = "https://shop.example" + path
 			path = pages[g.rng.IntN(len(pages))]
 			at += time.Duration(g.between(5, 90)) * time.Second

@@ -65,10 +65,7 @@ func (g *gen) payloadLookalikes() {
 		span = g.cfg.Duration
 	}
 	newActor := func(class string) (netip.Addr, int, time.Duration) {
-		ip := g.benignAddr()
-		for g.labels.Actors[ip.String()] != "" {
-			ip = g.benignAddr()
-		}
+		ip := g.freshAddr()
 		g.benignActor(ip, class)
 		b := g.rng.IntN(len(browserUAs))
 		g.labels.BenignJA4[browserJA4s[b]] = true
