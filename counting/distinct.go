@@ -127,9 +127,9 @@ func (d *Distinct) expired(sl *dslot, now int64) bool { return now-sl.t >= 2*d.p
 // the key's estimate of distinct values in the period after it. It
 // allocates nothing once the key's shard has grown to hold it.
 func (d *Distinct) Add(key, value uint64, now int64) Result {
-	s, key := d.keys.Place(key)
+	s, key, hash := d.keys.Place(key)
 	s.Lock()
-	i, found := s.Claim(key)
+	i, found := s.Claim(key, hash)
 	if i < 0 {
 		i = s.Make(key, func() int { return d.victimLocked(s, now) })
 	}
@@ -181,7 +181,7 @@ func (d *Distinct) AddDistinct(key, value uint64, now int64) Result { return d.A
 
 // Peek returns key's estimate at now without recording anything.
 func (d *Distinct) Peek(key uint64, now int64) Result {
-	s, key := d.keys.Place(key)
+	s, key, _ := d.keys.Place(key)
 	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)

@@ -24,7 +24,7 @@ type Sketch struct {
 // nothing of key in the period. It changes nothing in d.
 func (d *Distinct) Sketches(key uint64, now int64, cur, prev *Sketch) (start int64, ok bool) {
 	*cur, *prev = Sketch{}, Sketch{}
-	s, key := d.keys.Place(key)
+	s, key, _ := d.keys.Place(key)
 	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)

@@ -98,9 +98,9 @@ func NewRegularity(cfg RegularityConfig) (*Regularity, error) {
 // of variation at most MaxCV (see Timing.Regular). It allocates nothing
 // once the key's shard has grown to hold it.
 func (r *Regularity) Add(key uint64, now int64, judge bool) (regular bool) {
-	s, key := r.keys.Place(key)
+	s, key, hash := r.keys.Place(key)
 	s.Lock()
-	i, found := s.Claim(key)
+	i, found := s.Claim(key, hash)
 	if i < 0 {
 		i = s.Make(key, func() int { return r.victimLocked(s, now) })
 	}
@@ -145,7 +145,7 @@ type Timing struct {
 // Peek returns key's timing at now without recording anything; ok is false
 // for a key not tracked, or idle for longer than Gap.
 func (r *Regularity) Peek(key uint64, now int64) (t Timing, ok bool) {
-	s, key := r.keys.Place(key)
+	s, key, _ := r.keys.Place(key)
 	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)

@@ -26,7 +26,9 @@ import (
 // Its methods are written so that a counter update costs what it did when
 // each table had its own copy: they call no method of V, W or E (generic
 // code would call those through a dictionary); Place, Lock and Claim
-// inline, leaving one call, the probe, which calls nothing in turn; Make,
+// inline, leaving one call, the probe, which calls nothing in turn; the key
+// is mixed once, by Place, whose hash Claim passes to the probe (Lookup and
+// Make, off a counter update's path, mix it again); Make,
 // the slow path (allocate, grow, evict), takes the caller's choice of
 // victim as a function called only at the cap; and the iterators All and
 // Sample inline into the loops that range over them.
@@ -122,14 +124,18 @@ func (t *Sharded[V, W, E]) For(key uint64) *Shard[V, W, E] {
 	return &t.shards[mix(key)>>t.shift] // x >> 64 is 0 in Go
 }
 
-// Place returns key's shard, to be locked, and the key as stored there:
-// the key 0, which marks an empty slot, is stored as ZeroKey. (It leaves
-// the locking to the caller so that both inline.)
-func (t *Sharded[V, W, E]) Place(key uint64) (*Shard[V, W, E], uint64) {
+// Place returns key's shard, to be locked, the key as stored there (the
+// key 0, which marks an empty slot, is stored as ZeroKey) and its hash, to
+// pass to Claim: the bits of the key's mix that did not pick the shard,
+// which pick its first slot, so that Claim does not mix the key again.
+// (It leaves the locking to the caller so that both inline.)
+func (t *Sharded[V, W, E]) Place(key uint64) (s *Shard[V, W, E], stored, hash uint64) {
 	if key == 0 {
 		key = ZeroKey
 	}
-	return t.For(key), key
+	m := mix(key)
+	// x >> 64 is 0 in Go; 64 - shift (a shard's used) is at most 16.
+	return &t.shards[m>>t.shift], key, m << ((64 - t.shift) & 63)
 }
 
 // Shards returns the shards, for a pass over every key.
@@ -195,24 +201,32 @@ func (s *Shard[V, W, E]) Val(i int) *V { return &s.e[i].val }
 // Side returns the W of slot i.
 func (s *Shard[V, W, E]) Side(i int) *W { return &s.side[i] }
 
-// home is the first slot probed for key in a table of n slots: the bits of
-// its mix that did not pick the shard.
-func (s *Shard[V, W, E]) home(key uint64, n int) int {
-	hi, _ := bits.Mul64(mix(key)<<s.used, uint64(n))
+// hash returns key's hash as Place does: the bits of its mix that did not
+// pick the shard, shifted to the top. (used <= 16: the mask spares the
+// test for a shift of 64.)
+func (s *Shard[V, W, E]) hash(key uint64) uint64 { return mix(key) << (s.used & 63) }
+
+// home is the first slot probed for key in a table of n slots.
+func (s *Shard[V, W, E]) home(key uint64, n int) int { return slotOf(s.hash(key), n) }
+
+// slotOf maps a key's hash (see hash) to a slot in [0, n).
+func slotOf(hash uint64, n int) int {
+	hi, _ := bits.Mul64(hash, uint64(n))
 	return int(hi)
 }
 
-// find returns the slot holding key (never 0) and true. For a key it does
-// not hold it returns false and, if claim, the slot where it stores the key
-// when that needs no growth (else -1), or if not claim the empty slot where
-// the key would go (-1 in a shard not allocated yet). It calls nothing, so
-// that a counter update's one call is a leaf.
-func (s *Shard[V, W, E]) find(key uint64, claim bool) (int, bool) {
+// find returns the slot holding key (never 0) and true; hash is the key's
+// (see hash). For a key it does not hold it returns false and, if claim,
+// the slot where it stores the key when that needs no growth (else -1), or
+// if not claim the empty slot where the key would go (-1 in a shard not
+// allocated yet). It calls nothing, so that a counter update's one call is
+// a leaf.
+func (s *Shard[V, W, E]) find(key, hash uint64, claim bool) (int, bool) {
 	n := len(s.e)
 	if n == 0 {
 		return -1, false
 	}
-	i := s.home(key, n)
+	i := slotOf(hash, n)
 	for {
 		k := s.e[i].key
 		if k == key {
@@ -239,17 +253,19 @@ func (s *Shard[V, W, E]) Lookup(key uint64) int {
 	if s.n == 0 {
 		return -1
 	}
-	if i, ok := s.find(key, false); ok {
+	if i, ok := s.find(key, s.hash(key), false); ok {
 		return i
 	}
 	return -1
 }
 
 // Claim returns key's slot and true, or stores key, which is new, with a
-// zero V and W and returns its slot and false. It returns -1 (and false)
-// for a new key when the shard must first be allocated, grow or make room:
-// the caller then stores it with Make.
-func (s *Shard[V, W, E]) Claim(key uint64) (int, bool) { return s.find(key, true) }
+// zero V and W and returns its slot and false; hash is the key's, from
+// Place. It returns -1 (and false) for a new key when the shard must first
+// be allocated, grow or make room: the caller then stores it with Make.
+func (s *Shard[V, W, E]) Claim(key, hash uint64) (int, bool) {
+	return s.find(key, hash, true)
+}
 
 // Make stores key, which the shard does not hold and Claim could not
 // store, with a zero V and W, and returns its slot. It allocates or grows
@@ -273,7 +289,7 @@ func (s *Shard[V, W, E]) Make(key uint64, victim func() int) int {
 	} else if n := len(s.e); (s.n+1)*5 > n*4 && n < s.maxSlots {
 		s.grow(min(max(n*3/2, minSlots), s.maxSlots))
 	}
-	i, _ := s.find(key, false)
+	i, _ := s.find(key, s.hash(key), false)
 	s.e[i].key = key
 	s.n++
 	return i

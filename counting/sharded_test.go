@@ -64,7 +64,7 @@ func TestShardedOps(t *testing.T) {
 				k := rng.Uint64N(tc.keys) + 1
 				switch op := rng.IntN(10); {
 				case op < 6: // claim, evicting the last sampled key when full
-					i, found := s.Claim(k)
+					i, found := s.Claim(k, s.hash(k))
 					if found != want[k] {
 						t.Fatalf("step %d: Claim(%x) found %v, want %v", step, k, found, want[k])
 					}
@@ -127,7 +127,7 @@ func TestShardedOps(t *testing.T) {
 
 // store stores key in a shard under its cap.
 func store[V, W, E any](s *Shard[V, W, E], key uint64) {
-	if i, _ := s.Claim(key); i < 0 {
+	if i, _ := s.Claim(key, s.hash(key)); i < 0 {
 		s.Make(key, nil)
 	}
 }
@@ -176,11 +176,16 @@ func TestShardedSample(t *testing.T) {
 func TestShardedPlaceZeroKey(t *testing.T) {
 	var tab Sharded[struct{}, struct{}, struct{}]
 	tab.Init(64, 10)
-	if s, k := tab.Place(0); k != ZeroKey || s != tab.For(ZeroKey) {
-		t.Fatalf("Place(0) = shard %p, key %x; want shard %p, key %x", s, k, tab.For(ZeroKey), uint64(ZeroKey))
+	if s, k, h := tab.Place(0); k != ZeroKey || s != tab.For(ZeroKey) || h != tab.For(ZeroKey).hash(ZeroKey) {
+		t.Fatalf("Place(0) = shard %p, key %x, hash %x; want shard %p, key %x, hash %x", s, k, h, tab.For(ZeroKey), uint64(ZeroKey), tab.For(ZeroKey).hash(ZeroKey))
 	}
-	if s, k := tab.Place(5); k != 5 || s != tab.For(5) {
-		t.Fatalf("Place(5) = shard %p, key %x; want shard %p, key 5", s, k, tab.For(5))
+	if s, k, h := tab.Place(5); k != 5 || s != tab.For(5) || h != tab.For(5).hash(5) {
+		t.Fatalf("Place(5) = shard %p, key %x, hash %x; want shard %p, key 5, hash %x", s, k, h, tab.For(5), tab.For(5).hash(5))
+	}
+	var one Sharded[struct{}, struct{}, struct{}] // one shard: no bits pick it
+	one.Init(1, 10)
+	if s, k, h := one.Place(5); k != 5 || s != &one.Shards()[0] || h != mix(5) {
+		t.Fatalf("one shard: Place(5) = shard %p, key %x, hash %x; want shard %p, key 5, hash %x", s, k, h, &one.Shards()[0], mix(5))
 	}
 }
 
@@ -189,16 +194,16 @@ func TestShardedClaimAllocs(t *testing.T) {
 	var tab Sharded[slot, struct{}, struct{}]
 	tab.Init(4, 1000)
 	for k := range uint64(1000) {
-		s, key := tab.Place(k)
+		s, key, _ := tab.Place(k)
 		s.Lock()
 		store(s, key)
 		s.Unlock()
 	}
 	k := uint64(0)
 	if n := testing.AllocsPerRun(1000, func() {
-		s, key := tab.Place(k % 1000)
+		s, key, hash := tab.Place(k % 1000)
 		s.Lock()
-		s.Claim(key)
+		s.Claim(key, hash)
 		s.Unlock()
 		k++
 	}); n != 0 {

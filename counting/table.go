@@ -107,9 +107,9 @@ func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 	if !(n > 0) || math.IsInf(n, 1) {
 		return t.Peek(key, now)
 	}
-	s, key := t.keys.Place(key)
+	s, key, hash := t.keys.Place(key)
 	s.Lock()
-	i, found := s.Claim(key)
+	i, found := s.Claim(key, hash)
 	if i < 0 {
 		i = s.Make(key, func() int { return t.victimLocked(s, now) })
 	}
@@ -134,7 +134,7 @@ func (t *Table) update(key uint64, n float64, now int64, admit bool) Result {
 // Exceeded says Count > Requests; for TokenBucket and GCRA it says an event
 // of size 1 would not conform now. RetryAfter is then for an event of size 1.
 func (t *Table) Peek(key uint64, now int64) Result {
-	s, key := t.keys.Place(key)
+	s, key, _ := t.keys.Place(key)
 	s.Lock()
 	var r Result
 	if i := s.Lookup(key); i < 0 || t.expired(s, s.Val(i), now) {
@@ -157,7 +157,7 @@ func (t *Table) unused() Result {
 // the key was held. An operator who deletes a rule's mitigation uses it so
 // that the rule trips again only when the client goes over the limit anew.
 func (t *Table) Forget(key uint64) bool {
-	s, key := t.keys.Place(key)
+	s, key, _ := t.keys.Place(key)
 	s.Lock()
 	defer s.Unlock()
 	i := s.Lookup(key)

@@ -190,10 +190,10 @@ func (c *DistinctCounter) Local() *counting.Distinct { return c.local }
 // nothing once the key's shard has grown to hold it.
 func (c *DistinctCounter) AddDistinct(key, value uint64, now int64) counting.Result {
 	r := c.local.Add(key, value, now)
-	sh, key := c.keys.Place(key)
+	sh, key, hash := c.keys.Place(key)
 	sh.Lock()
 	defer sh.Unlock()
-	i, found := sh.Claim(key)
+	i, found := sh.Claim(key, hash)
 	if i < 0 {
 		i = sh.Make(key, func() int { return c.victimLocked(sh) })
 	}
@@ -278,7 +278,7 @@ func (v *dfview) estimate() {
 // Peek returns key's fleet-wide estimate at now without recording
 // anything.
 func (c *DistinctCounter) Peek(key uint64, now int64) counting.Result {
-	sh, k := c.keys.Place(key)
+	sh, k, _ := c.keys.Place(key)
 	sh.Lock()
 	defer sh.Unlock()
 	if i := sh.Lookup(k); i >= 0 && sh.Val(i).flags&dfAdds != 0 {

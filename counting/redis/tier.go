@@ -662,9 +662,9 @@ func (c *Counter) add(key uint64, n float64, now int64, admit bool) counting.Res
 		}
 	}
 	rnow := (now + f.off.Load()) / 1000
-	sh, key := c.keys.Place(key)
+	sh, key, hash := c.keys.Place(key)
 	sh.Lock()
-	ks, slot := c.ledgerLocked(sh, key, rnow)
+	ks, slot := c.ledgerLocked(sh, key, hash, rnow)
 	gap := rnow - ks.used
 	ks.used = rnow
 	ks.active = true
@@ -885,11 +885,12 @@ func (c *Counter) stale(at, now int64) bool {
 	return now-at >= c.p.period
 }
 
-// ledgerLocked returns key's ledger, made if new. In a full shard, keys
-// idle for two periods go first; if none is, the new key gets the shard's
-// spare ledger, which is not kept (the key is judged as new each time).
-func (c *Counter) ledgerLocked(sh *cshard, key uint64, now int64) (*keyState, int) {
-	i, found := sh.Claim(key)
+// ledgerLocked returns key's ledger (hash is the key's, from Place), made
+// if new. In a full shard, keys idle for two periods go first; if none is,
+// the new key gets the shard's spare ledger, which is not kept (the key is
+// judged as new each time).
+func (c *Counter) ledgerLocked(sh *cshard, key, hash uint64, now int64) (*keyState, int) {
+	i, found := sh.Claim(key, hash)
 	if i < 0 {
 		i = sh.Make(key, func() int { c.sweepLocked(sh, now); return -1 })
 	}
