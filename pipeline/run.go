@@ -403,11 +403,14 @@ var (
 	errOld  = errors.New("time before 1970")
 )
 
-// worker is what a parsing worker keeps from batch to batch: the event it
+// worker is what a parsing worker keeps from batch to batch: the events it
 // reuses when it evaluates as it parses, and what lines tend to repeat
 // (their time, their addresses, their user agents).
 type worker struct {
-	ev    characteristics.Event
+	// evs are the events parsed and not yet evaluated, of a batch
+	// evaluated as it is parsed: n of them.
+	evs   [evalGroup]characteristics.Event
+	n     int
 	cache nginxlog.Cache
 	memo  bots.Memo
 	// Of the batch being parsed:
@@ -440,15 +443,34 @@ func (w *worker) parse(cfg *Config, b *batch) {
 			w.line(cfg, b, line, l.file, n, "")
 		}
 	}
+	w.flush(cfg, b)
 	w.p = nil
 }
 
+// evalGroup is how many lines a worker parses before it evaluates them:
+// parsing and evaluating a line are each more code than the instruction
+// cache holds, so alternating them line by line would reload both every
+// line; a group of lines goes through each at a time, its events still in
+// the data cache.
+const evalGroup = 16
+
+// flush evaluates the events parsed and not yet evaluated, in order.
+func (w *worker) flush(cfg *Config, b *batch) {
+	for i := range w.n {
+		evaluateEvent(cfg, b, w.p, b.limits, &w.evs[i])
+	}
+	w.n = 0
+}
+
 // line parses, enriches and joins one line of b into the next of its
-// events, or, for a batch evaluated as it is parsed, into the worker's
-// event, and evaluates it.
+// events, or, for a batch evaluated as it is parsed, into the next of the
+// worker's events, evaluated with the rest of its group (flush).
 func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64, host string) {
-	ev, p := &w.ev, w.p
-	if !b.evaluated {
+	p := w.p
+	var ev *characteristics.Event
+	if b.evaluated {
+		ev = &w.evs[w.n]
+	} else {
 		k := len(b.sreq)
 		if k == len(b.events) {
 			b.events = append(b.events, characteristics.Event{})
@@ -481,6 +503,7 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 			b.errs = append(b.errs, &nginxlog.LineError{File: file, Line: int(num), Err: err})
 		}
 		if b.evaluated {
+			w.flush(cfg, b) // the lines before it, in order
 			b.evs = append(b.evs, eventRef{})
 		} else {
 			b.sreq = append(b.sreq, session.Request{})
@@ -497,7 +520,9 @@ func (w *worker) line(cfg *Config, b *batch, line []byte, file string, num int64
 		cfg.Observe(ev)
 	}
 	if b.evaluated {
-		evaluateEvent(cfg, b, p, b.limits, ev)
+		if w.n++; w.n == evalGroup {
+			w.flush(cfg, b)
+		}
 		return
 	}
 	b.sreq = append(b.sreq, session.Of(ev, p.cookies))

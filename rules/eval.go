@@ -19,9 +19,9 @@ import (
 // compiled, prepared OPA queries otherwise.
 type ruleEval struct {
 	rule               *Rule
-	count, mitigate    *predicate // nil: evaluate through OPA
-	countQ, mitigateQ  *rego.PreparedEvalQuery
-	timeout            time.Duration // deadline of one OPA evaluation
+	count, mitigate    *predicate              // nil: evaluate through OPA
+	countQ, mitigateQ  *rego.PreparedEvalQuery // only where the predicate is nil
+	timeout            time.Duration           // deadline of one OPA evaluation
 	fallbacks          prometheus.Counter
 	timeouts, failures prometheus.Counter
 }

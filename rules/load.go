@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/types"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -864,7 +865,7 @@ func compileSet(c *ast.Compiler, rules []*Rule, opts Options) (*Set, error) {
 }
 
 // compileRule compiles r's counting and mitigation expressions: natively
-// where it can, and as prepared OPA queries for the fallback and tests.
+// where it can, and as prepared OPA queries where it cannot.
 func compileRule(ctx context.Context, c *ast.Compiler, r *Rule, opts Options) (*ruleEval, error) {
 	re := &ruleEval{rule: r}
 	var why []string
@@ -885,9 +886,15 @@ func compileRule(ctx context.Context, c *ast.Compiler, r *Rule, opts Options) (*
 		} else {
 			why = append(why, name+": native compilation disabled")
 		}
-		prepared, err := prepare(ctx, c, q)
-		if err != nil {
-			return nil, fmt.Errorf("rules: %s:%d: prepare %s: %w", r.File, r.Line, name, err)
+		// OPA evaluates only what did not compile natively: a prepared
+		// query is made for that alone (preparing every rule's was a
+		// tenth of loading the library, paid again on every reload).
+		var prepared *rego.PreparedEvalQuery
+		if pred == nil {
+			var err error
+			if prepared, err = prepare(ctx, c, q); err != nil {
+				return nil, fmt.Errorf("rules: %s:%d: prepare %s: %w", r.File, r.Line, name, err)
+			}
 		}
 		if name == "count" {
 			re.count, re.countQ = pred, prepared

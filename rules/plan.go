@@ -195,7 +195,7 @@ func newPlan(evals []*ruleEval) *plan {
 	}
 	for i, re := range evals {
 		rp := rulePlan{count: addPred(i, re.count), mitigate: predNone}
-		if re.mitigateQ != nil {
+		if re.rule.hasMitigate {
 			rp.mitigate = addPred(p.rw*64+i, re.mitigate)
 		}
 		w, m := i>>6, uint64(1)<<(i&63)
