@@ -105,20 +105,20 @@ func (r *Regularity) Add(key uint64, now int64, judge bool) (regular bool) {
 		i = s.Make(key, func() int { return r.victimLocked(s, now) })
 	}
 	sl := s.Side(i)
-	if !found {
-		*sl = rslot{last: now}
-	} else {
-		switch d := now - sl.last; {
-		case d < 0:
-			s.Ext.late++
-		case d > r.gap:
-			*sl = rslot{last: now}
-		default:
-			sl.iv[sl.head] = uint32(min(d/int64(time.Millisecond), math.MaxUint32))
-			sl.head = (sl.head + 1) % RegularityIntervals
-			sl.n = min(sl.n+1, RegularityIntervals)
-			sl.last = now
+	// One unsigned comparison tests 0 <= d <= gap, the path of every
+	// event but a key's first, a late one and one after a pause.
+	if d := now - sl.last; found && uint64(d) <= uint64(r.gap) {
+		h := sl.head % RegularityIntervals // it is below already: spares the bounds check
+		sl.iv[h] = uint32(min(uint64(d)/uint64(time.Millisecond), math.MaxUint32))
+		sl.head = (h + 1) % RegularityIntervals
+		if sl.n < RegularityIntervals {
+			sl.n++ // else full: a ring of the last intervals
 		}
+		sl.last = now
+	} else if found && d < 0 {
+		s.Ext.late++
+	} else {
+		*sl = rslot{last: now} // a new key, or a pause longer than Gap
 	}
 	if judge {
 		regular = r.regularLocked(sl)
