@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/guardd/guardd/challenge"
@@ -114,14 +115,20 @@ print(r.status_code, r.headers.get("Retry-After"), "the application" in r.text)`
 		t.Fatalf("the application saw %d requests of clients without a clearance", n)
 	}
 
-	// Chromium solves the page. The first time with its CPU slowed 20
-	// times, to look at the page (and its screenshot) while it works.
+	// Chromium solves the page. The first time, the page's timers are held
+	// (a script the browser runs before the page's own) so that the page
+	// and its screenshot are looked at while it works: however slow the
+	// CPU, a lucky counter can solve it within its first timer callback.
 	ctx, stopChromium := newChromium(t, bin, filepath.Join(dir, "chromium"))
 	defer stopChromium()
-	if _, err := chromedp.Call(ctx, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: 20}); err != nil {
+	hold, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: holdTimers})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/shop?item=7")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: hold.Identifier}); err != nil {
 		t.Fatal(err)
 	}
 	var seen struct {
@@ -142,8 +149,8 @@ print(r.status_code, r.headers.get("Retry-After"), "the application" in r.text)`
 		t.Fatal(err)
 	}
 	checkScreenshot(t, shot)
-	if _, err := chromedp.Call(ctx, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: 1}); err != nil {
-		t.Fatal(err)
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`guarddTestReleaseTimers()`)); err != nil || n == 0 {
+		t.Fatalf("releasing the page's timers: %d held, %v", n, err)
 	}
 	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("app"), chromedp.NodeVisible))
 	if err != nil || body != "the application: /shop" {
@@ -296,6 +303,18 @@ print(r.status_code, r.headers.get("Retry-After"), "the application" in r.text)`
 		t.Errorf("passed_total{rule=gentle} = %v", n)
 	}
 }
+
+// holdTimers keeps the callbacks a page gives setTimeout until the test
+// calls guarddTestReleaseTimers, which runs them and returns how many.
+const holdTimers = `(() => {
+  const held = [], setTimeout = window.setTimeout;
+  window.setTimeout = (f, ms, ...args) => { held.push(() => f(...args)); return 0; };
+  window.guarddTestReleaseTimers = () => {
+    window.setTimeout = setTimeout;
+    for (const f of held) setTimeout(f, 0);
+    return held.length;
+  };
+})();`
 
 // gentleRule challenges with the cookie tier (its mitigation is added by
 // the test).
