@@ -231,3 +231,19 @@ func TestShardedEntrySize(t *testing.T) {
 		}
 	}
 }
+
+// TestShardStride: no shard of the package's tables is a multiple of two
+// cache lines long. In an array of such shards every lock falls in half of
+// L1's sets or fewer (a quarter at 256 bytes), where the table's slots
+// evict them; counting/redis checks its own shards the same way.
+func TestShardStride(t *testing.T) {
+	for name, size := range map[string]uintptr{
+		"Table":      unsafe.Sizeof(shard{}),
+		"Distinct":   unsafe.Sizeof(Shard[dslot, struct{}, distinctShard]{}),
+		"Regularity": unsafe.Sizeof(Shard[struct{}, rslot, regularityShard]{}),
+	} {
+		if size%128 == 0 {
+			t.Errorf("%s's shard is %d bytes, a multiple of 128: change its pad", name, size)
+		}
+	}
+}

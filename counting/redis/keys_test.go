@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/guardd/guardd/counting"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -254,5 +255,19 @@ func TestShaperLeaseAtMostBurst(t *testing.T) {
 				t.Errorf("a burst after a refill admitted %d against a burst of 10", admitted)
 			}
 		})
+	}
+}
+
+// TestShardStride: as counting's test of its own shards, no shard of this
+// package's tables is a multiple of two cache lines long, which would put
+// every shard's lock in half of L1's sets or fewer.
+func TestShardStride(t *testing.T) {
+	for name, size := range map[string]uintptr{
+		"Counter":  unsafe.Sizeof(counting.Shard[int64, keyState, ledgers]{}),
+		"Distinct": unsafe.Sizeof(counting.Shard[dfkey, int32, dfext]{}),
+	} {
+		if size%128 == 0 {
+			t.Errorf("%s's shard is %d bytes, a multiple of 128: change counting.Shard's pad", name, size)
+		}
 	}
 }
