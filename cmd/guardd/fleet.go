@@ -28,6 +28,13 @@ type fleetParts struct {
 	sync     *fleet.Sync
 }
 
+// fleetDeadline, when not 0, replaces the counting tier's deadline for a
+// pipeline to Redis (redis.DefaultDeadline, 20 ms). The tests set it: on a
+// loaded test machine the breaker would open on missed deadlines for as
+// long as the load lasts, while they test what the fleet propagates (the
+// breaker has its own tests in counting/redis, which do the same).
+var fleetDeadline time.Duration
+
 func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Registerer, log *slog.Logger) (*fleetParts, error) {
 	if cfg.Fleet == nil {
 		return nil, nil
@@ -44,7 +51,7 @@ func newFleet(cfg *config.Config, store *mitigation.Store, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	counters, err := redis.New(redis.Config{Node: node, MaxKeys: cfg.Counting.MaxKeys}, conn, reg, log)
+	counters, err := redis.New(redis.Config{Node: node, MaxKeys: cfg.Counting.MaxKeys, Deadline: fleetDeadline}, conn, reg, log)
 	if err != nil {
 		return nil, err
 	}
