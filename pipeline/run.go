@@ -425,8 +425,9 @@ func (w *worker) parse(cfg *Config, b *batch) {
 	b.p = p
 	b.errs, b.bad, b.future = b.errs[:0], 0, 0
 	b.sreq = b.sreq[:0]
-	// Without sessions a line is evaluated as soon as it is parsed, its
-	// event still in the cache: no session stage to wait for.
+	// Without sessions the lines are evaluated as they are parsed, a
+	// group of evalGroup at a time (flush), their events still in the
+	// data cache: no session stage to wait for.
 	if b.evaluated = !p.sessions; b.evaluated {
 		begin(cfg, b)
 	}
